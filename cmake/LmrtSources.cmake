@@ -1,0 +1,31 @@
+# Collects the library's sources by layer and gives each per-ISA kernel file its own flags.
+# Kernel files are named *_scalar.cpp, *_avx2.cpp, *_avx512.cpp, *_neon.cpp (see simd/README.md).
+file(GLOB_RECURSE LMRT_SOURCES CONFIGURE_DEPENDS
+  ${CMAKE_CURRENT_SOURCE_DIR}/abi/*.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/*.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/simd/*.cpp)
+
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+  set(LMRT_ARCH_X86 ON)
+  add_compile_definitions(LMRT_ARCH_X86=1)
+  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_neon\\.cpp$")
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  set(LMRT_ARCH_ARM ON)
+  add_compile_definitions(LMRT_ARCH_ARM=1)
+  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_(avx2|avx512)\\.cpp$")
+else()
+  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_(avx2|avx512|neon)\\.cpp$")
+endif()
+
+function(lmrt_set_isa_flags)
+  foreach(src IN LISTS LMRT_SOURCES)
+    if(src MATCHES "_avx2\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
+    elseif(src MATCHES "_avx512\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni")
+    elseif(src MATCHES "_neon\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+fp16")
+    endif()
+  endforeach()
+endfunction()

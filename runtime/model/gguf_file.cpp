@@ -1,0 +1,397 @@
+#include "runtime/model/gguf_file.h"
+
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+#include "runtime/util/checked_math.h"
+
+namespace lmrt {
+
+namespace {
+
+constexpr uint32_t kMaxArrayDepth = 4;        // nested arrays deeper than this are refused
+constexpr uint64_t kMaxKeyLength = 65536;     // a metadata key or tensor name longer than this is damage
+constexpr uint32_t kMaxDims = 4;
+
+// Bounds-checked little-endian reader over the file bytes. Every read checks the remaining size
+// first, so a damaged count can never read past the end.
+class Cursor {
+ public:
+  Cursor(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+
+  uint64_t pos() const { return pos_; }
+  uint64_t remaining() const { return size_ - pos_; }
+
+  template <typename T>
+  bool read(T* out) {
+    if (remaining() < sizeof(T)) return false;
+    std::memcpy(out, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+
+  bool read_string(std::string_view* out) {
+    uint64_t len = 0;
+    if (!read(&len)) return false;
+    if (len > remaining()) return false;
+    *out = std::string_view(reinterpret_cast<const char*>(data_ + pos_), len);
+    pos_ += len;
+    return true;
+  }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
+};
+
+// The smallest number of bytes one element of `type` occupies; bounds array counts before any
+// allocation.
+uint64_t min_encoded_size(GgufValueType type) {
+  switch (type) {
+    case GgufValueType::u8:
+    case GgufValueType::i8:
+    case GgufValueType::boolean:
+      return 1;
+    case GgufValueType::u16:
+    case GgufValueType::i16:
+      return 2;
+    case GgufValueType::u32:
+    case GgufValueType::i32:
+    case GgufValueType::f32:
+      return 4;
+    case GgufValueType::u64:
+    case GgufValueType::i64:
+    case GgufValueType::f64:
+    case GgufValueType::string:  // the 8-byte length
+      return 8;
+    case GgufValueType::array:  // element type + count
+      return 12;
+  }
+  return 1;
+}
+
+bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::f64); }
+
+class Parser {
+ public:
+  Parser(const uint8_t* data, uint64_t size) : cur_(data, size) {}
+
+  Status fail(const std::string& what) const {
+    return Error(Code::bad_format, "damaged GGUF file: " + what + " (at byte " + std::to_string(cur_.pos()) + ")");
+  }
+
+  Status read_value(GgufValueType type, uint32_t depth, GgufValue* v) {
+    v->type = type;
+    switch (type) {
+      case GgufValueType::u8: {
+        uint8_t x;
+        if (!cur_.read(&x)) return fail("truncated u8 value");
+        v->u = x;
+        return Status::Ok();
+      }
+      case GgufValueType::i8: {
+        int8_t x;
+        if (!cur_.read(&x)) return fail("truncated i8 value");
+        v->i = x;
+        return Status::Ok();
+      }
+      case GgufValueType::u16: {
+        uint16_t x;
+        if (!cur_.read(&x)) return fail("truncated u16 value");
+        v->u = x;
+        return Status::Ok();
+      }
+      case GgufValueType::i16: {
+        int16_t x;
+        if (!cur_.read(&x)) return fail("truncated i16 value");
+        v->i = x;
+        return Status::Ok();
+      }
+      case GgufValueType::u32: {
+        uint32_t x;
+        if (!cur_.read(&x)) return fail("truncated u32 value");
+        v->u = x;
+        return Status::Ok();
+      }
+      case GgufValueType::i32: {
+        int32_t x;
+        if (!cur_.read(&x)) return fail("truncated i32 value");
+        v->i = x;
+        return Status::Ok();
+      }
+      case GgufValueType::f32: {
+        float x;
+        if (!cur_.read(&x)) return fail("truncated f32 value");
+        v->f = x;
+        return Status::Ok();
+      }
+      case GgufValueType::boolean: {
+        uint8_t x;
+        if (!cur_.read(&x)) return fail("truncated bool value");
+        if (x > 1) return fail("bool value " + std::to_string(x) + " is neither 0 nor 1");
+        v->u = x;
+        return Status::Ok();
+      }
+      case GgufValueType::string:
+        if (!cur_.read_string(&v->str)) return fail("string length runs past the end of the file");
+        return Status::Ok();
+      case GgufValueType::u64:
+        if (!cur_.read(&v->u)) return fail("truncated u64 value");
+        return Status::Ok();
+      case GgufValueType::i64:
+        if (!cur_.read(&v->i)) return fail("truncated i64 value");
+        return Status::Ok();
+      case GgufValueType::f64:
+        if (!cur_.read(&v->f)) return fail("truncated f64 value");
+        return Status::Ok();
+      case GgufValueType::array: {
+        if (depth >= kMaxArrayDepth) return fail("arrays nested deeper than " + std::to_string(kMaxArrayDepth));
+        uint32_t et = 0;
+        uint64_t n = 0;
+        if (!cur_.read(&et)) return fail("truncated array type");
+        if (!valid_value_type(et)) return fail("array element type " + std::to_string(et) + " is not a GGUF type");
+        if (!cur_.read(&n)) return fail("truncated array length");
+        v->elem_type = static_cast<GgufValueType>(et);
+        if (n > cur_.remaining() / min_encoded_size(v->elem_type))
+          return fail("array of " + std::to_string(n) + " elements is larger than the file");
+        v->items.resize(n);
+        for (uint64_t k = 0; k < n; ++k) LMRT_RETURN_IF_ERROR(read_value(v->elem_type, depth + 1, &v->items[k]));
+        return Status::Ok();
+      }
+    }
+    return fail("unknown value type");
+  }
+
+  Cursor& cursor() { return cur_; }
+
+ private:
+  Cursor cur_;
+};
+
+// Names what a file is when it is not a GGUF v2/v3 file.
+Status identify_non_gguf(const uint8_t* data, uint64_t size, const std::string& path) {
+  const std::string where = " ('" + path + "')";
+  if (size < 4) return Error(Code::bad_format, "not a GGUF file: only " + std::to_string(size) + " bytes" + where);
+  uint32_t magic;
+  std::memcpy(&magic, data, 4);
+  switch (magic) {
+    case 0x67676a74:  // "tjgg"
+      return Error(Code::bad_format,
+                   "this is a GGJT (pre-GGUF llama.cpp) file, not GGUF; convert it to GGUF v3 with llama.cpp's "
+                   "convert tools" + where);
+    case 0x67676d66:  // "fmgg"
+      return Error(Code::bad_format, "this is a GGMF (pre-GGUF llama.cpp) file, not GGUF; convert it to GGUF v3" + where);
+    case 0x67676d6c:  // "lmgg"
+      return Error(Code::bad_format, "this is an unversioned GGML file, not GGUF; convert it to GGUF v3" + where);
+    default:
+      break;
+  }
+  if (std::memcmp(data, "\x7f" "ELF", 4) == 0) return Error(Code::bad_format, "not a GGUF file: an ELF binary" + where);
+  if (std::memcmp(data, "PK\x03\x04", 4) == 0)
+    return Error(Code::bad_format, "not a GGUF file: a zip archive (a PyTorch checkpoint?)" + where);
+  if (size >= 9 && data[8] == '{')
+    return Error(Code::bad_format, "not a GGUF file: looks like a safetensors file" + where);
+  return Error(Code::bad_format, "not a GGUF file: the first 4 bytes are not \"GGUF\"" + where);
+}
+
+}  // namespace
+
+const char* gguf_value_type_name(GgufValueType type) {
+  static const char* const kNames[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
+                                       "bool", "string", "array", "u64", "i64", "f64"};
+  const auto i = static_cast<uint32_t>(type);
+  return i < 13 ? kNames[i] : "?";
+}
+
+bool GgufValue::is_integer() const {
+  switch (type) {
+    case GgufValueType::u8:
+    case GgufValueType::i8:
+    case GgufValueType::u16:
+    case GgufValueType::i16:
+    case GgufValueType::u32:
+    case GgufValueType::i32:
+    case GgufValueType::u64:
+    case GgufValueType::i64:
+    case GgufValueType::boolean:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::optional<int64_t> GgufValue::as_int() const {
+  switch (type) {
+    case GgufValueType::u8:
+    case GgufValueType::u16:
+    case GgufValueType::u32:
+    case GgufValueType::boolean:
+      return static_cast<int64_t>(u);
+    case GgufValueType::u64:
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+      return static_cast<int64_t>(u);
+    case GgufValueType::i8:
+    case GgufValueType::i16:
+    case GgufValueType::i32:
+    case GgufValueType::i64:
+      return i;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<double> GgufValue::as_float() const {
+  if (type == GgufValueType::f32 || type == GgufValueType::f64) return f;
+  if (auto x = as_int()) return static_cast<double>(*x);
+  return std::nullopt;
+}
+
+Status GgufFile::open(const std::string& path, bool use_mmap, std::unique_ptr<GgufFile>* out) {
+  std::unique_ptr<MappedFile> file;
+  LMRT_RETURN_IF_ERROR(MappedFile::open(path, use_mmap, &file));
+  return parse(std::move(file), out);
+}
+
+Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFile>* out) {
+  const uint8_t* data = file->data();
+  const uint64_t size = file->size();
+  if (size < 4 || std::memcmp(data, "GGUF", 4) != 0) return identify_non_gguf(data, size, file->path());
+
+  Parser p(data, size);
+  uint32_t magic = 0, version = 0;
+  (void)p.cursor().read(&magic);
+  if (!p.cursor().read(&version)) return p.fail("truncated header");
+  if (version == 1)
+    return Error(Code::bad_format,
+                 "GGUF version 1 (the 2023 draft with 32-bit counts) is not supported; re-convert the model to "
+                 "GGUF v3 ('" + file->path() + "')");
+  if (version != 2 && version != 3) {
+    if ((version & 0xFFFF) == 0 && version != 0)
+      return Error(Code::unsupported, "big-endian GGUF files are not supported ('" + file->path() + "')");
+    return Error(Code::bad_format, "unknown GGUF version " + std::to_string(version) + " ('" + file->path() + "')");
+  }
+
+  uint64_t n_tensors = 0, n_kv = 0;
+  if (!p.cursor().read(&n_tensors) || !p.cursor().read(&n_kv)) return p.fail("truncated header");
+  // Every key-value takes at least 12 bytes (key length + type), every tensor info at least 24.
+  if (n_kv > p.cursor().remaining() / 12) return p.fail("metadata count " + std::to_string(n_kv) + " is larger than the file");
+  if (n_tensors > p.cursor().remaining() / 24)
+    return p.fail("tensor count " + std::to_string(n_tensors) + " is larger than the file");
+
+  std::unique_ptr<GgufFile> g(new GgufFile());
+  g->version_ = version;
+  g->kvs_.resize(n_kv);
+  std::unordered_set<std::string_view> keys;
+  for (uint64_t k = 0; k < n_kv; ++k) {
+    GgufKv& kv = g->kvs_[k];
+    if (!p.cursor().read_string(&kv.key)) return p.fail("metadata key " + std::to_string(k) + " runs past the end of the file");
+    if (kv.key.empty() || kv.key.size() > kMaxKeyLength) return p.fail("metadata key " + std::to_string(k) + " has a bad length");
+    if (!keys.insert(kv.key).second) return p.fail("duplicate metadata key '" + std::string(kv.key) + "'");
+    uint32_t type = 0;
+    if (!p.cursor().read(&type)) return p.fail("truncated type of key '" + std::string(kv.key) + "'");
+    if (!valid_value_type(type))
+      return p.fail("key '" + std::string(kv.key) + "' has value type " + std::to_string(type) + ", not a GGUF type");
+    LMRT_RETURN_IF_ERROR(p.read_value(static_cast<GgufValueType>(type), 0, &kv.value));
+  }
+
+  if (const GgufValue* a = g->find("general.alignment")) {
+    auto al = a->as_int();
+    if (!al || *al <= 0 || (*al & (*al - 1)) != 0 || *al > 65536)
+      return Error(Code::bad_format, "damaged GGUF file: general.alignment is not a power of two up to 65536");
+    g->alignment_ = static_cast<uint64_t>(*al);
+  }
+
+  g->tensors_.resize(n_tensors);
+  std::unordered_set<std::string_view> names;
+  for (uint64_t t = 0; t < n_tensors; ++t) {
+    GgufTensorInfo& ti = g->tensors_[t];
+    const std::string idx = "tensor " + std::to_string(t);
+    if (!p.cursor().read_string(&ti.name)) return p.fail(idx + ": name runs past the end of the file");
+    if (ti.name.empty() || ti.name.size() > kMaxKeyLength) return p.fail(idx + ": bad name length");
+    const std::string name = "tensor '" + std::string(ti.name) + "'";
+    if (!names.insert(ti.name).second) return p.fail("duplicate " + name);
+    if (!p.cursor().read(&ti.n_dims)) return p.fail(name + ": truncated");
+    if (ti.n_dims == 0 || ti.n_dims > kMaxDims)
+      return p.fail(name + " has " + std::to_string(ti.n_dims) + " dimensions (1 to 4 allowed)");
+    uint64_t n_elements = 1;
+    for (uint32_t d = 0; d < ti.n_dims; ++d) {
+      if (!p.cursor().read(&ti.ne[d])) return p.fail(name + ": truncated dimensions");
+      if (ti.ne[d] == 0) return p.fail(name + " has a zero dimension");
+      if (!checked_mul(n_elements, ti.ne[d], &n_elements)) return p.fail(name + ": element count overflows");
+    }
+    ti.n_elements = n_elements;
+    uint32_t type_id = 0;
+    if (!p.cursor().read(&type_id) || !p.cursor().read(&ti.offset)) return p.fail(name + ": truncated");
+    if (!tensor_type_from_id(type_id, &ti.type))
+      return Error(Code::unsupported, name + " has type " + ggml_type_name(type_id) +
+                                          ", which lmrt does not read (supported: F32, F16, BF16, Q8_0, Q4_0)");
+    const TensorTypeTraits tr = tensor_type_traits(ti.type);
+    if (ti.ne[0] % tr.block_size != 0)
+      return Error(Code::bad_format, name + ": row length " + std::to_string(ti.ne[0]) + " is not a multiple of " +
+                                         tr.name + "'s block size " + std::to_string(tr.block_size) +
+                                         " (its blocks would run across rows)");
+    if (!checked_mul(n_elements / tr.block_size, tr.block_bytes, &ti.n_bytes))
+      return p.fail(name + ": byte size overflows");
+    if (ti.offset % g->alignment_ != 0)
+      return p.fail(name + ": data offset " + std::to_string(ti.offset) + " is not aligned to " +
+                    std::to_string(g->alignment_));
+  }
+
+  uint64_t data_offset = 0;
+  if (!checked_align_up(p.cursor().pos(), g->alignment_, &data_offset) || data_offset > size)
+    return Error(Code::bad_format, "damaged GGUF file: the tensor data section starts past the end of the file (" +
+                                       std::to_string(size) + " bytes)");
+  g->data_offset_ = data_offset;
+  const uint64_t data_size = size - data_offset;
+  for (GgufTensorInfo& ti : g->tensors_) {
+    uint64_t end = 0;
+    if (!checked_add(ti.offset, ti.n_bytes, &end) || end > data_size)
+      return Error(Code::bad_format, "damaged or truncated GGUF file: tensor '" + std::string(ti.name) +
+                                         "' (" + std::to_string(ti.n_bytes) + " bytes at data offset " +
+                                         std::to_string(ti.offset) + ") runs past the end of the file");
+    ti.data = data + data_offset + ti.offset;
+  }
+  g->file_ = std::move(file);
+  *out = std::move(g);
+  return Status::Ok();
+}
+
+const GgufValue* GgufFile::find(std::string_view key) const {
+  for (const GgufKv& kv : kvs_)
+    if (kv.key == key) return &kv.value;
+  return nullptr;
+}
+
+const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
+  for (const GgufTensorInfo& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::optional<std::string_view> GgufFile::get_string(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr || v->type != GgufValueType::string) return std::nullopt;
+  return v->str;
+}
+
+std::optional<int64_t> GgufFile::get_int(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->as_int() : std::nullopt;
+}
+
+std::optional<double> GgufFile::get_float(std::string_view key) const {
+  const GgufValue* v = find(key);
+  return v ? v->as_float() : std::nullopt;
+}
+
+std::optional<bool> GgufFile::get_bool(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr || !v->is_integer()) return std::nullopt;
+  auto x = v->as_int();
+  if (!x) return std::nullopt;
+  return *x != 0;
+}
+
+}  // namespace lmrt

@@ -1,0 +1,109 @@
+// GGUF reader: parses the header, metadata and tensor table of a GGUF v2/v3 file held in a
+// MappedFile. Every count, length, dimension and offset is checked against the file size with
+// overflow-safe arithmetic before it is used; string views and tensor data point into the mapping.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/model/tensor_type.h"
+#include "runtime/util/mapped_file.h"
+#include "runtime/util/status.h"
+
+namespace lmrt {
+
+enum class GgufValueType : uint32_t {
+  u8 = 0,
+  i8 = 1,
+  u16 = 2,
+  i16 = 3,
+  u32 = 4,
+  i32 = 5,
+  f32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  u64 = 10,
+  i64 = 11,
+  f64 = 12,
+};
+
+const char* gguf_value_type_name(GgufValueType type);
+
+// One metadata value. Scalars are widened into the matching field; arrays hold their items
+// (arrays of arrays nest).
+struct GgufValue {
+  GgufValueType type = GgufValueType::u8;
+  uint64_t u = 0;  // u8/u16/u32/u64/bool
+  int64_t i = 0;   // i8/i16/i32/i64
+  double f = 0;    // f32/f64
+  std::string_view str;  // string (points into the file)
+  GgufValueType elem_type = GgufValueType::u8;  // array element type
+  std::vector<GgufValue> items;                 // array items
+
+  bool is_integer() const;
+  // Integer value of any integer or bool type; nullopt otherwise or when it does not fit.
+  std::optional<int64_t> as_int() const;
+  std::optional<double> as_float() const;  // any numeric type
+};
+
+struct GgufKv {
+  std::string_view key;
+  GgufValue value;
+};
+
+struct GgufTensorInfo {
+  std::string_view name;
+  uint32_t n_dims = 0;
+  std::array<uint64_t, 4> ne = {1, 1, 1, 1};  // ne[0] is the contiguous (row) dimension
+  TensorType type = TensorType::f32;
+  uint64_t offset = 0;  // relative to the data section
+  uint64_t n_elements = 0;
+  uint64_t n_bytes = 0;
+  const uint8_t* data = nullptr;  // into the mapping
+
+  uint64_t row_length() const { return ne[0]; }
+  uint64_t n_rows() const { return n_elements / ne[0]; }
+};
+
+class GgufFile {
+ public:
+  // Opens and parses `path`. Errors: io, bad_format (not GGUF, damaged, legacy format),
+  // unsupported (tensor type, big-endian).
+  static Status open(const std::string& path, bool use_mmap, std::unique_ptr<GgufFile>* out);
+  // Parses a file already in memory; takes ownership.
+  static Status parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFile>* out);
+
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  const std::vector<GgufKv>& metadata() const { return kvs_; }
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const MappedFile& file() const { return *file_; }
+  // Byte offset of the data section and the number of header bytes before it.
+  uint64_t data_offset() const { return data_offset_; }
+
+  const GgufValue* find(std::string_view key) const;
+  const GgufTensorInfo* find_tensor(std::string_view name) const;
+
+  // Typed look-ups; nullopt when the key is missing or of an incompatible type.
+  std::optional<std::string_view> get_string(std::string_view key) const;
+  std::optional<int64_t> get_int(std::string_view key) const;
+  std::optional<double> get_float(std::string_view key) const;
+  std::optional<bool> get_bool(std::string_view key) const;
+
+ private:
+  GgufFile() = default;
+  std::unique_ptr<MappedFile> file_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  std::vector<GgufKv> kvs_;
+  std::vector<GgufTensorInfo> tensors_;
+};
+
+}  // namespace lmrt

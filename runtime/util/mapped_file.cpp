@@ -1,0 +1,78 @@
+#include "runtime/util/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace lmrt {
+
+namespace {
+
+// Closes a file descriptor on scope exit.
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Status io_error(const std::string& what, const std::string& path) {
+  return Error(Code::io, what + " '" + path + "': " + std::strerror(errno));
+}
+
+}  // namespace
+
+Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<MappedFile>* out) {
+  if (path.empty()) return Error(Code::invalid_argument, "model path is empty");
+  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.fd < 0) return io_error("cannot open", path);
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) return io_error("cannot stat", path);
+  if (!S_ISREG(st.st_mode)) return Error(Code::io, "not a regular file: '" + path + "'");
+
+  std::unique_ptr<MappedFile> file(new MappedFile());
+  file->path_ = path;
+  file->size_ = static_cast<size_t>(st.st_size);
+  if (file->size_ == 0) {
+    *out = std::move(file);
+    return Status::Ok();
+  }
+  if (use_mmap) {
+    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+    if (p == MAP_FAILED) return io_error("cannot mmap", path);
+    file->data_ = static_cast<const uint8_t*>(p);
+    file->mapped_ = true;
+  } else {
+    file->owned_.resize(file->size_);
+    size_t done = 0;
+    while (done < file->size_) {
+      ssize_t n = ::pread(fd.fd, file->owned_.data() + done, file->size_ - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return io_error("cannot read", path);
+      if (n == 0) return Error(Code::io, "file '" + path + "' shrank while it was being read");
+      done += static_cast<size_t>(n);
+    }
+    file->data_ = file->owned_.data();
+  }
+  *out = std::move(file);
+  return Status::Ok();
+}
+
+std::unique_ptr<MappedFile> MappedFile::from_bytes(const uint8_t* data, size_t size) {
+  std::unique_ptr<MappedFile> file(new MappedFile());
+  file->owned_.assign(data, data + size);
+  file->data_ = file->owned_.data();
+  file->size_ = size;
+  file->path_ = "<memory>";
+  return file;
+}
+
+MappedFile::~MappedFile() {
+  if (mapped_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace lmrt

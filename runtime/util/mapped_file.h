@@ -1,0 +1,40 @@
+// A read-only view of a whole file: mmap'ed, or read into memory when mapping is off.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/util/status.h"
+
+namespace lmrt {
+
+class MappedFile {
+ public:
+  // Opens `path`. With use_mmap the bytes are mapped read-only (MAP_PRIVATE), otherwise read into
+  // an owned buffer. Errors: io (cannot open/stat/map/read), invalid_argument (empty path).
+  static Status open(const std::string& path, bool use_mmap, std::unique_ptr<MappedFile>* out);
+  // Wraps bytes already in memory (tests and in-memory models); the buffer is copied.
+  static std::unique_ptr<MappedFile> from_bytes(const uint8_t* data, size_t size);
+
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool is_mapped() const { return mapped_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  std::vector<uint8_t> owned_;
+  std::string path_;
+};
+
+}  // namespace lmrt

@@ -1,0 +1,66 @@
+// The hot kernels, one table per instruction set. The forward pass calls them only through a
+// Kernels table chosen once (select_kernels), so every ISA runs the same graph code and tests can
+// compare each table against the scalar reference.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/model/tensor_type.h"
+
+namespace lmrt::simd {
+
+enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
+
+const char* isa_name(Isa isa);
+
+// Y[t * ldy + r] = dot(row r of W, row t of X) for rows r in [r0, r1) and tokens t in [0, n_tok).
+// W rows are `n` elements of the weight type, `w_row_bytes` apart. X rows are float32 (F32, F16,
+// BF16 weights) or Q8_0 blocks (Q4_0, Q8_0 weights), `x_row_bytes` apart.
+using MatmulFn = void (*)(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
+                          size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);
+
+struct Kernels {
+  Isa isa;
+  // Indexed by weight type: use matmul_for().
+  MatmulFn matmul_f32;
+  MatmulFn matmul_f16;
+  MatmulFn matmul_bf16;
+  MatmulFn matmul_q8_0;
+  MatmulFn matmul_q4_0;
+
+  // Quantizes n floats (n % 32 == 0) to n / 32 Q8_0 blocks (round to nearest, scale = max|x| / 127).
+  void (*quantize_q8_0)(const float* x, BlockQ8_0* y, size_t n);
+  // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
+  void (*rmsnorm)(float* out, const float* x, const float* w, size_t n, float eps);
+  // In-place numerically stable softmax.
+  void (*softmax)(float* x, size_t n);
+  // gate[i] = silu(gate[i]) * up[i].
+  void (*silu_mul)(float* gate, const float* up, size_t n);
+  // y[i] += x[i].
+  void (*add)(float* y, const float* x, size_t n);
+  // sum_i a[i] * b[i] in float32 (attention scores).
+  float (*dot_f32)(const float* a, const float* b, size_t n);
+  // y[i] += a * x[i] (attention value accumulation).
+  void (*axpy)(float* y, float a, const float* x, size_t n);
+};
+
+// Picks the row-matmul kernel for a weight type.
+MatmulFn matmul_for(const Kernels& k, TensorType type);
+// True when the weight type takes Q8_0-quantized activations.
+bool takes_q8_activations(TensorType type);
+
+// The kernel tables compiled into this build; nullptr when an ISA is not compiled in.
+const Kernels* scalar_kernels();
+const Kernels* avx2_kernels();
+const Kernels* avx512_kernels();
+const Kernels* neon_kernels();
+
+// Whether this CPU can run `isa` (cpuid/xgetbv on x86, hwcaps on ARM) and it is compiled in.
+bool isa_available(Isa isa);
+// The best available ISA, or the one named by LMRT_ISA (scalar|avx2|avx512|neon) when set and
+// available. Evaluated once per process call; has no hidden state.
+Isa best_isa();
+const Kernels& kernels_for(Isa isa);
+
+}  // namespace lmrt::simd

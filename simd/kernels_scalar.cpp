@@ -1,0 +1,128 @@
+// Scalar reference kernels: the definition every SIMD table is tested against.
+#include <cmath>
+#include <cstring>
+
+#include "runtime/util/fp16.h"
+#include "simd/kernels.h"
+
+namespace lmrt::simd {
+namespace {
+
+float dot_f32_row(const float* w, const float* x, size_t n) {
+  float s = 0.0f;
+  for (size_t i = 0; i < n; ++i) s += w[i] * x[i];
+  return s;
+}
+
+float dot_f16_row(const uint16_t* w, const float* x, size_t n) {
+  float s = 0.0f;
+  for (size_t i = 0; i < n; ++i) s += fp16_to_f32(w[i]) * x[i];
+  return s;
+}
+
+float dot_bf16_row(const uint16_t* w, const float* x, size_t n) {
+  float s = 0.0f;
+  for (size_t i = 0; i < n; ++i) s += bf16_to_f32(w[i]) * x[i];
+  return s;
+}
+
+float dot_q8_0_row(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
+  float s = 0.0f;
+  for (size_t b = 0; b < nb; ++b) {
+    int32_t acc = 0;
+    for (int j = 0; j < 32; ++j) acc += static_cast<int32_t>(w[b].qs[j]) * x[b].qs[j];
+    s += static_cast<float>(acc) * (fp16_to_f32(w[b].d) * fp16_to_f32(x[b].d));
+  }
+  return s;
+}
+
+float dot_q4_0_row(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
+  float s = 0.0f;
+  for (size_t b = 0; b < nb; ++b) {
+    int32_t acc = 0;
+    for (int j = 0; j < 16; ++j) {
+      acc += (static_cast<int32_t>(w[b].qs[j] & 0x0F) - 8) * x[b].qs[j];
+      acc += (static_cast<int32_t>(w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+    }
+    s += static_cast<float>(acc) * (fp16_to_f32(w[b].d) * fp16_to_f32(x[b].d));
+  }
+  return s;
+}
+
+// Runs a row-dot function over the [r0, r1) x [0, n_tok) block.
+template <typename W, typename X, float (*Dot)(const W*, const X*, size_t), size_t kElemsPerUnit>
+void matmul_rows(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                 size_t r0, size_t r1, float* y, size_t ldy) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  for (size_t t = 0; t < n_tok; ++t) {
+    const X* xt = reinterpret_cast<const X*>(xb + t * x_row_bytes);
+    for (size_t r = r0; r < r1; ++r)
+      y[t * ldy + r] = Dot(reinterpret_cast<const W*>(wb + r * w_row_bytes), xt, n / kElemsPerUnit);
+  }
+}
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+  for (size_t b = 0; b < n / 32; ++b) {
+    const float* xb = x + b * 32;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_fp16(d);
+    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+  }
+}
+
+void rmsnorm(float* out, const float* x, const float* w, size_t n, float eps) {
+  float ss = 0.0f;
+  for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+}
+
+void softmax(float* x, size_t n) {
+  float mx = x[0];
+  for (size_t i = 1; i < n; ++i) mx = std::fmax(mx, x[i]);
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (size_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void silu_mul(float* gate, const float* up, size_t n) {
+  for (size_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void add(float* y, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void axpy(float* y, float a, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+const Kernels kScalar = {
+    Isa::scalar,
+    matmul_rows<float, float, dot_f32_row, 1>,
+    matmul_rows<uint16_t, float, dot_f16_row, 1>,
+    matmul_rows<uint16_t, float, dot_bf16_row, 1>,
+    matmul_rows<BlockQ8_0, BlockQ8_0, dot_q8_0_row, 32>,
+    matmul_rows<BlockQ4_0, BlockQ8_0, dot_q4_0_row, 32>,
+    quantize_q8_0,
+    rmsnorm,
+    softmax,
+    silu_mul,
+    add,
+    dot_f32_row,
+    axpy,
+};
+
+}  // namespace
+
+const Kernels* scalar_kernels() { return &kScalar; }
+
+}  // namespace lmrt::simd
