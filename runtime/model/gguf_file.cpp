@@ -10,8 +10,8 @@ namespace lmrt {
 
 namespace {
 
-constexpr uint32_t kMaxArrayDepth = 4;        // nested arrays deeper than this are refused
-constexpr uint64_t kMaxKeyLength = 65536;     // a metadata key or tensor name longer than this is damage
+constexpr uint32_t kMaxArrayDepth = 4;     // nested arrays deeper than this are refused
+constexpr uint64_t kMaxKeyLength = 65536;  // a metadata key or tensor name longer than this is damage
 constexpr uint32_t kMaxDims = 4;
 
 // Bounds-checked little-endian reader over the file bytes. Every read checks the remaining size
@@ -180,15 +180,21 @@ Status identify_non_gguf(const uint8_t* data, uint64_t size, const std::string& 
     case 0x67676a74:  // "tjgg"
       return Error(Code::bad_format,
                    "this is a GGJT (pre-GGUF llama.cpp) file, not GGUF; convert it to GGUF v3 with llama.cpp's "
-                   "convert tools" + where);
+                   "convert tools" +
+                       where);
     case 0x67676d66:  // "fmgg"
-      return Error(Code::bad_format, "this is a GGMF (pre-GGUF llama.cpp) file, not GGUF; convert it to GGUF v3" + where);
+      return Error(Code::bad_format,
+                   "this is a GGMF (pre-GGUF llama.cpp) file, not GGUF; convert it to GGUF v3" + where);
     case 0x67676d6c:  // "lmgg"
       return Error(Code::bad_format, "this is an unversioned GGML file, not GGUF; convert it to GGUF v3" + where);
     default:
       break;
   }
-  if (std::memcmp(data, "\x7f" "ELF", 4) == 0) return Error(Code::bad_format, "not a GGUF file: an ELF binary" + where);
+  if (std::memcmp(data,
+                  "\x7f"
+                  "ELF",
+                  4) == 0)
+    return Error(Code::bad_format, "not a GGUF file: an ELF binary" + where);
   if (std::memcmp(data, "PK\x03\x04", 4) == 0)
     return Error(Code::bad_format, "not a GGUF file: a zip archive (a PyTorch checkpoint?)" + where);
   if (size >= 9 && data[8] == '{')
@@ -199,7 +205,7 @@ Status identify_non_gguf(const uint8_t* data, uint64_t size, const std::string& 
 }  // namespace
 
 const char* gguf_value_type_name(GgufValueType type) {
-  static const char* const kNames[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
+  static const char* const kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                        "bool", "string", "array", "u64", "i64", "f64"};
   const auto i = static_cast<uint32_t>(type);
   return i < 13 ? kNames[i] : "?";
@@ -266,7 +272,8 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
   if (version == 1)
     return Error(Code::bad_format,
                  "GGUF version 1 (the 2023 draft with 32-bit counts) is not supported; re-convert the model to "
-                 "GGUF v3 ('" + file->path() + "')");
+                 "GGUF v3 ('" +
+                     file->path() + "')");
   if (version != 2 && version != 3) {
     if ((version & 0xFFFF) == 0 && version != 0)
       return Error(Code::unsupported, "big-endian GGUF files are not supported ('" + file->path() + "')");
@@ -276,7 +283,8 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
   uint64_t n_tensors = 0, n_kv = 0;
   if (!p.cursor().read(&n_tensors) || !p.cursor().read(&n_kv)) return p.fail("truncated header");
   // Every key-value takes at least 12 bytes (key length + type), every tensor info at least 24.
-  if (n_kv > p.cursor().remaining() / 12) return p.fail("metadata count " + std::to_string(n_kv) + " is larger than the file");
+  if (n_kv > p.cursor().remaining() / 12)
+    return p.fail("metadata count " + std::to_string(n_kv) + " is larger than the file");
   if (n_tensors > p.cursor().remaining() / 24)
     return p.fail("tensor count " + std::to_string(n_tensors) + " is larger than the file");
 
@@ -286,8 +294,10 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
   std::unordered_set<std::string_view> keys;
   for (uint64_t k = 0; k < n_kv; ++k) {
     GgufKv& kv = g->kvs_[k];
-    if (!p.cursor().read_string(&kv.key)) return p.fail("metadata key " + std::to_string(k) + " runs past the end of the file");
-    if (kv.key.empty() || kv.key.size() > kMaxKeyLength) return p.fail("metadata key " + std::to_string(k) + " has a bad length");
+    if (!p.cursor().read_string(&kv.key))
+      return p.fail("metadata key " + std::to_string(k) + " runs past the end of the file");
+    if (kv.key.empty() || kv.key.size() > kMaxKeyLength)
+      return p.fail("metadata key " + std::to_string(k) + " has a bad length");
     if (!keys.insert(kv.key).second) return p.fail("duplicate metadata key '" + std::string(kv.key) + "'");
     uint32_t type = 0;
     if (!p.cursor().read(&type)) return p.fail("truncated type of key '" + std::string(kv.key) + "'");
@@ -348,8 +358,8 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
   for (GgufTensorInfo& ti : g->tensors_) {
     uint64_t end = 0;
     if (!checked_add(ti.offset, ti.n_bytes, &end) || end > data_size)
-      return Error(Code::bad_format, "damaged or truncated GGUF file: tensor '" + std::string(ti.name) +
-                                         "' (" + std::to_string(ti.n_bytes) + " bytes at data offset " +
+      return Error(Code::bad_format, "damaged or truncated GGUF file: tensor '" + std::string(ti.name) + "' (" +
+                                         std::to_string(ti.n_bytes) + " bytes at data offset " +
                                          std::to_string(ti.offset) + ") runs past the end of the file");
     ti.data = data + data_offset + ti.offset;
   }

@@ -39,10 +39,10 @@ const char* gguf_value_type_name(GgufValueType type);
 // (arrays of arrays nest).
 struct GgufValue {
   GgufValueType type = GgufValueType::u8;
-  uint64_t u = 0;  // u8/u16/u32/u64/bool
-  int64_t i = 0;   // i8/i16/i32/i64
-  double f = 0;    // f32/f64
-  std::string_view str;  // string (points into the file)
+  uint64_t u = 0;                               // u8/u16/u32/u64/bool
+  int64_t i = 0;                                // i8/i16/i32/i64
+  double f = 0;                                 // f32/f64
+  std::string_view str;                         // string (points into the file)
   GgufValueType elem_type = GgufValueType::u8;  // array element type
   std::vector<GgufValue> items;                 // array items
 

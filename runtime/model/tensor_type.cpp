@@ -35,9 +35,9 @@ TensorTypeTraits tensor_type_traits(TensorType type) {
 std::string ggml_type_name(uint32_t id) {
   // ggml's type ids, so that an unsupported file is named precisely in errors.
   static const char* const kNames[] = {
-      "F32",  "F16",  "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0",   "Q5_1",    "Q8_0",    "Q8_1",    "Q2_K",
-      "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",
-      "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M", "BF16",
+      "F32",   "F16",    "Q4_0", "Q4_1", "Q4_2", "Q4_3",    "Q5_0",   "Q5_1",    "Q8_0",  "Q8_1",   "Q2_K",
+      "Q3_K",  "Q4_K",   "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",
+      "IQ2_S", "IQ4_XS", "I8",   "I16",  "I32",  "I64",     "F64",    "IQ1_M",   "BF16",
   };
   if (id < sizeof(kNames) / sizeof(kNames[0])) return kNames[id];
   return "type " + std::to_string(id);

@@ -20,6 +20,7 @@ enum class Code : int {
   plugin = 9,
   cache = 10,
   internal = 11,
+  buffer_too_small = 12,
 };
 
 class [[nodiscard]] Status {
@@ -42,8 +43,8 @@ inline Status Error(Code code, std::string message) { return {code, std::move(me
 }  // namespace lmrt
 
 // Propagates a non-ok Status to the caller.
-#define LMRT_RETURN_IF_ERROR(expr)        \
-  do {                                    \
-    ::lmrt::Status lmrt_status_ = (expr); \
+#define LMRT_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::lmrt::Status lmrt_status_ = (expr);        \
     if (!lmrt_status_.ok()) return lmrt_status_; \
   } while (0)

@@ -1,0 +1,271 @@
+/*
+ * lmrt.h — the public C API of lmrt, an embeddable LLM inference runtime for CPUs.
+ *
+ * Rules that hold for every function here (they are the ABI contract):
+ *  - Every function returns an lmrt_status; results come back through pointers. LMRT_OK is 0.
+ *    lmrt_status_str() names any status. Functions that fail on a handle also leave a message that
+ *    lmrt_context_last_error() / lmrt_model_last_error() return; functions that create a handle take
+ *    an optional caller buffer (err, err_size) for the message, because no handle exists yet.
+ *  - No function aborts, exits, asserts or lets a C++ exception escape, whatever the input.
+ *  - Parameter and result structs start with `uint32_t struct_size`, which the caller sets to
+ *    sizeof(the struct) as its header declares it (the *_init() functions do this and fill the
+ *    defaults). Structs only ever grow at their end; the library reads and writes only the first
+ *    struct_size bytes, so programs built against an older header keep working.
+ *  - Handles are opaque. An lmrt_model is immutable once opened and may be used by any number of
+ *    threads and contexts at once. An lmrt_context is used by one thread at a time (different
+ *    contexts may run in parallel on different threads); it owns its KV arena, scratch buffers and
+ *    thread pool, allocated when it is created.
+ *  - Strings are UTF-8. Text pointers given to callbacks are valid only during the callback.
+ *  - A behaviour change arrives as a new function (name_v2), never as a changed signature.
+ */
+#ifndef LMRT_LMRT_H
+#define LMRT_LMRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LMRT_API __attribute__((visibility("default")))
+#else
+#define LMRT_API
+#endif
+
+/* ---- versions ---------------------------------------------------------------------------- */
+
+#define LMRT_VERSION_MAJOR 0
+#define LMRT_VERSION_MINOR 1
+#define LMRT_VERSION_PATCH 0
+/* major * 1000000 + minor * 1000 + patch */
+#define LMRT_VERSION_NUMBER 1000
+/* The ABI major: the library's SONAME is liblmrt.so.<LMRT_ABI_VERSION>. */
+#define LMRT_ABI_VERSION 0
+
+/* The ABI major of the loaded library; compare with LMRT_ABI_VERSION to detect a mismatch. */
+LMRT_API uint32_t lmrt_abi_version(void);
+/* The library's LMRT_VERSION_NUMBER. */
+LMRT_API uint32_t lmrt_version_number(void);
+/* The library's version as "major.minor.patch"; a static string. */
+LMRT_API const char* lmrt_version_string(void);
+
+/* ---- status codes -------------------------------------------------------------------------- */
+
+typedef enum lmrt_status {
+  LMRT_OK = 0,
+  LMRT_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, a bad parameter value, a struct_size too small */
+  LMRT_ERR_IO = 2,               /* a file could not be opened, mapped or read */
+  LMRT_ERR_BAD_FORMAT = 3,       /* a malformed, damaged or foreign model file */
+  LMRT_ERR_UNSUPPORTED = 4,      /* a valid file using something lmrt does not implement */
+  LMRT_ERR_OUT_OF_MEMORY = 5,
+  LMRT_ERR_CONTEXT_FULL = 6, /* the tokens do not fit the context; the context is left as it was */
+  LMRT_ERR_CANCELLED = 7,
+  LMRT_ERR_BAD_UTF8 = 8, /* text that is not valid UTF-8 */
+  LMRT_ERR_PLUGIN = 9,
+  LMRT_ERR_CACHE = 10,
+  LMRT_ERR_INTERNAL = 11,        /* a bug in lmrt; the message says where */
+  LMRT_ERR_BUFFER_TOO_SMALL = 12 /* an output buffer is too small; the needed size is returned */
+} lmrt_status;
+
+/* A static, never-NULL description of a status ("unknown status" for values not listed). */
+LMRT_API const char* lmrt_status_str(lmrt_status status);
+
+/* ---- models ------------------------------------------------------------------------------ */
+
+typedef struct lmrt_model lmrt_model;
+
+typedef struct lmrt_model_params {
+  uint32_t struct_size;
+  uint32_t use_mmap; /* 1 (default): map the file read-only; 0: read it into memory */
+} lmrt_model_params;
+
+/* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
+LMRT_API lmrt_status lmrt_model_params_init(lmrt_model_params* params);
+
+/* Opens a GGUF model (llama architecture; tensors F32, F16, BF16, Q8_0, Q4_0).
+ * path: file name. params: NULL for defaults. *out_model receives the handle (NULL on failure);
+ * free it with lmrt_model_close once no context uses it any more. err/err_size: optional buffer
+ * that receives a NUL-terminated message on failure (may be NULL/0).
+ * Errors: INVALID_ARGUMENT, IO, BAD_FORMAT (not GGUF, legacy GGUF v1/GGJT, damaged), UNSUPPORTED
+ * (another architecture or tensor type), OUT_OF_MEMORY. */
+LMRT_API lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, lmrt_model** out_model,
+                                     char* err, size_t err_size);
+
+/* Releases a model. Every context created from it must have been freed first. NULL is a no-op. */
+LMRT_API lmrt_status lmrt_model_close(lmrt_model* model);
+
+/* The message of the calling thread's last failed call on `model` ("" if none). Valid until that
+ * thread's next call on the model. Never NULL (a static "" for a NULL model). */
+LMRT_API const char* lmrt_model_last_error(const lmrt_model* model);
+
+typedef struct lmrt_model_info {
+  uint32_t struct_size;
+  char architecture[32]; /* general.architecture, NUL-terminated (truncated if longer) */
+  char name[128];        /* general.name, or "" */
+  uint64_t n_params;     /* number of weights */
+  uint64_t file_bytes;
+  uint32_t n_ctx_train; /* training context length */
+  uint32_t n_vocab;
+  uint32_t n_embd;
+  uint32_t n_layer;
+  uint32_t n_head;
+  uint32_t n_head_kv;
+  uint32_t n_ff;
+  int32_t bos_token; /* -1 when the vocabulary has none */
+  int32_t eos_token;
+  /* Tensor type mix: how many tensors, and how many bytes, of each type. */
+  uint32_t n_tensors_f32, n_tensors_f16, n_tensors_bf16, n_tensors_q8_0, n_tensors_q4_0;
+  uint64_t bytes_f32, bytes_f16, bytes_bf16, bytes_q8_0, bytes_q4_0;
+} lmrt_model_info;
+
+/* Fills *info. The caller sets info->struct_size (sizeof(lmrt_model_info)); only that many bytes
+ * are written. Errors: INVALID_ARGUMENT. */
+LMRT_API lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info);
+
+/* ---- tokens ------------------------------------------------------------------------------ */
+
+/* Flags for lmrt_tokenize. */
+#define LMRT_TOKENIZE_ADD_BOS 1u       /* prepend BOS when the vocabulary asks for it */
+#define LMRT_TOKENIZE_PARSE_SPECIAL 2u /* "<s>"-style control token texts become their ids */
+
+/* Tokenizes text[0, text_len) into tokens[0, capacity). *n_tokens receives the number of tokens;
+ * when capacity is too small it receives the needed count and BUFFER_TOO_SMALL is returned (call
+ * again with a bigger buffer; tokens may be NULL when capacity is 0).
+ * Errors: INVALID_ARGUMENT, BAD_UTF8 (the message gives the byte offset), BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text_len, uint32_t flags,
+                                   int32_t* tokens, size_t capacity, size_t* n_tokens);
+
+/* The bytes token `token` stands for (a byte-fallback token is one byte, which may be part of a
+ * UTF-8 character; control tokens are empty). Writes up to `capacity` bytes to buf (not
+ * NUL-terminated) and the length to *len; BUFFER_TOO_SMALL with the needed length otherwise.
+ * Errors: INVALID_ARGUMENT (token out of range), BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_token_to_piece(const lmrt_model* model, int32_t token, char* buf, size_t capacity,
+                                         size_t* len);
+
+/* ---- contexts ---------------------------------------------------------------------------- */
+
+typedef struct lmrt_context lmrt_context;
+
+/* KV cache entry types. */
+#define LMRT_KV_F16 0u
+#define LMRT_KV_F32 1u
+
+typedef struct lmrt_context_params {
+  uint32_t struct_size;
+  uint32_t n_ctx;     /* tokens the KV arena holds; 0 (default) = the model's training context */
+  uint32_t n_batch;   /* most tokens evaluated in one pass; 0 (default) = min(512, n_ctx) */
+  uint32_t n_threads; /* worker threads; 0 (default) = the number of online CPUs */
+  uint32_t kv_type;   /* LMRT_KV_F16 (default) or LMRT_KV_F32 */
+  uint32_t logits_all; /* 1: keep the logits of every token of the last lmrt_eval; 0 (default): the last one's */
+} lmrt_context_params;
+
+/* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
+LMRT_API lmrt_status lmrt_context_params_init(lmrt_context_params* params);
+
+/* Creates a context on `model` and allocates everything it will need (KV arena of n_ctx tokens,
+ * scratch for n_batch tokens, logits, thread pool). The model must outlive the context.
+ * params: NULL for defaults. err/err_size: optional message buffer.
+ * Errors: INVALID_ARGUMENT, OUT_OF_MEMORY. */
+LMRT_API lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params,
+                                         lmrt_context** out_ctx, char* err, size_t err_size);
+
+/* Frees a context and its arena and threads. NULL is a no-op. */
+LMRT_API lmrt_status lmrt_context_free(lmrt_context* ctx);
+
+/* The message of the last failed call on ctx ("" if none); valid until the next call on ctx. */
+LMRT_API const char* lmrt_context_last_error(const lmrt_context* ctx);
+
+/* The context's effective n_ctx, n_batch and n_threads after defaults were applied. */
+LMRT_API lmrt_status lmrt_context_get_params(const lmrt_context* ctx, lmrt_context_params* out);
+
+/* Forgets every token in the KV arena. */
+LMRT_API lmrt_status lmrt_context_reset(lmrt_context* ctx);
+
+/* How many tokens the KV arena holds now. */
+LMRT_API lmrt_status lmrt_context_n_past(const lmrt_context* ctx, uint32_t* n_past);
+
+/* Evaluates tokens[0, n_tokens) after the tokens already in the context (in batches of n_batch)
+ * and keeps their logits. Errors: INVALID_ARGUMENT (token out of range, n_tokens 0),
+ * CONTEXT_FULL (they do not fit; nothing was evaluated and the context is unchanged). */
+LMRT_API lmrt_status lmrt_eval(lmrt_context* ctx, const int32_t* tokens, size_t n_tokens);
+
+/* Logits of the i-th token of the last lmrt_eval call (i = n_tokens - 1 for the last; other values
+ * only with logits_all). *logits points to n_vocab floats owned by the context, valid until the
+ * next call that evaluates. Errors: INVALID_ARGUMENT (nothing evaluated yet, i out of range). */
+LMRT_API lmrt_status lmrt_get_logits(lmrt_context* ctx, size_t i, const float** logits, size_t* n_vocab);
+
+/* ---- generation -------------------------------------------------------------------------- */
+
+typedef enum lmrt_finish_reason {
+  LMRT_FINISH_NONE = 0,
+  LMRT_FINISH_EOS = 1,          /* an end-of-generation token */
+  LMRT_FINISH_STOP = 2,         /* a stop sequence */
+  LMRT_FINISH_LENGTH = 3,       /* max_tokens reached */
+  LMRT_FINISH_CANCELLED = 4,    /* the callback returned non-zero */
+  LMRT_FINISH_CONTEXT_FULL = 5, /* the context filled up */
+  LMRT_FINISH_ERROR = 6
+} lmrt_finish_reason;
+
+/* Names a finish reason: "eos", "stop", "length", "cancelled", "context_full", "error", "none". */
+LMRT_API const char* lmrt_finish_reason_str(lmrt_finish_reason reason);
+
+/* One streamed piece of text. */
+typedef struct lmrt_token_event {
+  uint32_t struct_size;
+  const char* text; /* complete UTF-8 characters; valid only during the callback; not NUL-terminated */
+  size_t text_len;
+  int32_t token;        /* the token that completed this text */
+  uint32_t index;       /* number of tokens generated so far, this one included */
+} lmrt_token_event;
+
+/* Called for each piece of generated text. Return 0 to go on, non-zero to cancel (the generation
+ * then finishes with LMRT_FINISH_CANCELLED). Called on the thread that called lmrt_generate. */
+typedef int (*lmrt_token_callback)(void* user_data, const lmrt_token_event* event);
+
+typedef struct lmrt_generate_request {
+  uint32_t struct_size;
+  const char* prompt; /* UTF-8; may be NULL or "" to start from BOS alone */
+  size_t prompt_len;  /* bytes of prompt; (size_t)-1 = NUL-terminated */
+  int32_t max_tokens; /* most tokens to generate; default 256 */
+  uint32_t add_bos;   /* 1 (default): prepend BOS when the vocabulary asks for it */
+  uint32_t parse_special; /* 0 (default): special token texts in the prompt are plain text */
+} lmrt_generate_request;
+
+/* Fills *request with defaults (greedy, max_tokens 256) and sets struct_size. */
+LMRT_API lmrt_status lmrt_generate_request_init(lmrt_generate_request* request);
+
+typedef struct lmrt_generate_result {
+  uint32_t struct_size;
+  lmrt_finish_reason finish_reason;
+  uint32_t prompt_tokens;     /* tokens in the prompt (BOS included) */
+  uint32_t completion_tokens; /* tokens generated */
+  uint32_t reused_tokens;     /* prompt tokens whose KV entries were reused from the previous request */
+  const char* text;           /* the whole generated text, NUL-terminated; owned by the context,
+                                 valid until its next lmrt_generate / free */
+  size_t text_len;
+  const int32_t* tokens; /* the generated token ids, owned like text */
+  double load_ms;        /* time the model took to open */
+  double prefill_ms;     /* prompt evaluation */
+  double decode_ms;      /* every generated token after the first */
+  double ttft_ms;        /* from the call to the first generated token */
+  double prefill_tokens_per_s;
+  double decode_tokens_per_s;
+} lmrt_generate_result;
+
+/* Generates a completion of request->prompt: tokenizes it, reuses the longest prefix of tokens
+ * already in the context, evaluates the rest, then decodes until EOS, max_tokens, a full context
+ * or cancellation, calling on_token (may be NULL) with each complete piece of UTF-8 text.
+ * result (may be NULL): the caller sets struct_size; receives the finish reason, text, tokens,
+ * usage and timings. A cancelled or context-full generation still returns LMRT_OK with that finish
+ * reason. Errors: INVALID_ARGUMENT, BAD_UTF8 (prompt), CONTEXT_FULL (the prompt alone does not
+ * fit; the context is unchanged). */
+LMRT_API lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* request,
+                                   lmrt_token_callback on_token, void* user_data, lmrt_generate_result* result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LMRT_LMRT_H */

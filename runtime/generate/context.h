@@ -1,0 +1,60 @@
+// Per-thread inference state over an immutable model: the KV arena, the forward-pass scratch,
+// the thread pool, and the tokens the arena currently holds. Everything is allocated in create().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/graph/llama_graph.h"
+#include "runtime/kv/kv_arena.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/util/status.h"
+#include "runtime/util/thread_pool.h"
+
+namespace lmrt {
+
+struct ContextParams {
+  uint32_t n_ctx = 0;      // 0: the model's training context
+  uint32_t n_batch = 0;    // 0: min(512, n_ctx)
+  uint32_t n_threads = 0;  // 0: online CPUs
+  KvType kv_type = KvType::f16;
+  bool logits_all = false;
+};
+
+class Context {
+ public:
+  // Errors: invalid_argument (sizes beyond limits), out_of_memory.
+  static Status create(const LlamaModel& model, const ContextParams& params, std::unique_ptr<Context>* out);
+
+  const LlamaModel& model() const { return model_; }
+  const ContextParams& params() const { return params_; }  // with defaults applied
+  uint32_t n_ctx() const { return params_.n_ctx; }
+  uint32_t n_past() const { return static_cast<uint32_t>(tokens_.size()); }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  size_t kv_bytes() const { return kv_->bytes(); }
+  size_t scratch_bytes() const { return graph_->scratch_bytes(); }
+
+  // Evaluates tokens after those already held, in batches of n_batch. Errors: invalid_argument
+  // (empty, token out of range), context_full (nothing is evaluated; the context is unchanged).
+  Status eval(const int32_t* tokens, size_t n);
+  // Logits of token i of the last eval (the last token's is i = n - 1); nullptr when i is not kept.
+  const float* logits(size_t i) const;
+  size_t last_eval_count() const { return last_eval_count_; }
+  // Forgets tokens from position n_keep on (their KV entries are simply overwritten later).
+  void truncate(uint32_t n_keep);
+
+ private:
+  Context(const LlamaModel& model) : model_(model) {}
+
+  const LlamaModel& model_;
+  ContextParams params_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<KvArena> kv_;
+  std::unique_ptr<LlamaGraph> graph_;
+  std::vector<int32_t> tokens_;  // reserved to n_ctx: appending never allocates
+  size_t last_eval_count_ = 0;
+  size_t last_batch_start_ = 0;  // index within the last eval of the last batch's first token
+};
+
+}  // namespace lmrt

@@ -1,0 +1,180 @@
+#include "runtime/graph/llama_graph.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/util/fp16.h"
+
+namespace lmrt {
+
+namespace {
+
+// Reads kv_row[0, n) of an F16 or F32 arena row as floats into out.
+void load_kv_row(const uint8_t* row, KvType type, float* out, size_t n) {
+  if (type == KvType::f32) {
+    std::copy_n(reinterpret_cast<const float*>(row), n, out);
+  } else {
+    const auto* h = reinterpret_cast<const uint16_t*>(row);
+    for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(h[i]);
+  }
+}
+
+}  // namespace
+
+Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, std::unique_ptr<LlamaGraph>* out) {
+  const LlamaHparams& hp = model.hparams();
+  if (params.n_ctx == 0 || params.n_batch == 0)
+    return Error(Code::invalid_argument, "n_ctx and n_batch must be positive");
+  std::unique_ptr<LlamaGraph> g(new LlamaGraph(model));
+  g->k_ = &simd::kernels_for(params.isa);
+  g->n_ctx_ = params.n_ctx;
+  g->n_batch_ = params.n_batch;
+  g->n_vocab_ = hp.n_vocab;
+  g->logits_all_ = params.logits_all;
+  g->n_threads_ = std::max<size_t>(1, params.n_threads);
+
+  const size_t nb = params.n_batch;
+  const size_t wide = std::max(hp.n_embd, hp.n_ff);
+  const size_t wide_blocks = (wide + 31) / 32;
+  bool ok = g->x_.allocate(nb * hp.n_embd) && g->xn_.allocate(nb * wide) && g->q_.allocate(nb * hp.n_embd) &&
+            g->k_cur_.allocate(nb * hp.kv_dim()) && g->v_cur_.allocate(nb * hp.kv_dim()) &&
+            g->att_out_.allocate(nb * hp.n_embd) && g->gate_.allocate(nb * hp.n_ff) && g->up_.allocate(nb * hp.n_ff) &&
+            g->xq_.allocate(nb * wide_blocks) &&
+            g->scores_.allocate(g->n_threads_ * (static_cast<size_t>(params.n_ctx) + hp.head_dim)) &&
+            g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
+            g->logits_.allocate((params.logits_all ? nb : 1) * static_cast<size_t>(hp.n_vocab));
+  if (!ok) return Error(Code::out_of_memory, "cannot allocate the forward-pass scratch buffers");
+
+  // RoPE as GGUF llama models use it: adjacent pairs (x[2i], x[2i+1]) of the first rope_dim
+  // dimensions of each head turn by pos * base^(-2i / rope_dim).
+  const uint32_t half = hp.rope_dim / 2;
+  for (uint32_t pos = 0; pos < params.n_ctx; ++pos) {
+    for (uint32_t i = 0; i < half; ++i) {
+      const double freq = std::pow(static_cast<double>(hp.rope_freq_base), -2.0 * i / hp.rope_dim);
+      const double theta = pos * freq;
+      g->rope_cs_[(static_cast<size_t>(pos) * half + i) * 2] = static_cast<float>(std::cos(theta));
+      g->rope_cs_[(static_cast<size_t>(pos) * half + i) * 2 + 1] = static_cast<float>(std::sin(theta));
+    }
+  }
+  *out = std::move(g);
+  return Status::Ok();
+}
+
+size_t LlamaGraph::scratch_bytes() const {
+  return x_.bytes() + xn_.bytes() + q_.bytes() + k_cur_.bytes() + v_cur_.bytes() + att_out_.bytes() + gate_.bytes() +
+         up_.bytes() + scores_.bytes() + xq_.bytes() + rope_cs_.bytes() + logits_.bytes();
+}
+
+void LlamaGraph::matmul(const WeightView& w, uint32_t n_tok, const float* x, size_t ldx, float* y, size_t ldy,
+                        ThreadPool& pool) {
+  const size_t n = w.n_cols;
+  const void* xin = x;
+  size_t x_row_bytes = ldx * sizeof(float);
+  if (simd::takes_q8_activations(w.type)) {
+    // Quantize the input rows once; every row of W then reads the same int8 activations.
+    const size_t nb = n / 32;
+    for (uint32_t t = 0; t < n_tok; ++t) k_->quantize_q8_0(x + t * ldx, xq_.data() + t * nb, n);
+    xin = xq_.data();
+    x_row_bytes = nb * sizeof(BlockQ8_0);
+  }
+  const simd::MatmulFn fn = simd::matmul_for(*k_, w.type);
+  const size_t rows = w.n_rows;
+  const size_t target_chunks = pool.size() * 4;
+  size_t grain = (rows + target_chunks - 1) / target_chunks;
+  grain = std::max<size_t>(16, (grain + 15) / 16 * 16);
+  pool.parallel_for(rows, grain,
+                    [&](size_t r0, size_t r1) { fn(w.data, w.row_bytes, xin, x_row_bytes, n, n_tok, r0, r1, y, ldy); });
+}
+
+void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
+  const LlamaHparams& hp = model_.hparams();
+  const uint32_t half = hp.rope_dim / 2;
+  const float* cs = rope_cs_.data() + static_cast<size_t>(pos) * half * 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    float* v = vec + static_cast<size_t>(h) * hp.head_dim;
+    for (uint32_t i = 0; i < half; ++i) {
+      const float c = cs[2 * i], s = cs[2 * i + 1];
+      const float a = v[2 * i], b = v[2 * i + 1];
+      v[2 * i] = a * c - b * s;
+      v[2 * i + 1] = a * s + b * c;
+    }
+  }
+}
+
+void LlamaGraph::attention(uint32_t layer, uint32_t n, uint32_t pos0, const KvArena& kv, ThreadPool& pool) {
+  const LlamaHparams& hp = model_.hparams();
+  const uint32_t hd = hp.head_dim;
+  const uint32_t group = hp.n_head / hp.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const size_t per_thread = static_cast<size_t>(n_ctx_) + hd;
+  const size_t n_tasks = static_cast<size_t>(n) * hp.n_head;
+  // scores_ holds one slice per thread of the pool the graph was created for.
+  // Each (token, head) pair is independent: split them across threads, each with its own scores.
+  pool.run([&](size_t thread, size_t n_threads) {
+    float* scores = scores_.data() + thread * per_thread;
+    float* row = scores + n_ctx_;
+    for (size_t task = thread; task < n_tasks; task += n_threads) {
+      const uint32_t t = static_cast<uint32_t>(task / hp.n_head);
+      const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
+      const uint32_t kvh = h / group;
+      const uint32_t n_pos = pos0 + t + 1;  // causal: this token sees positions [0, pos0 + t]
+      const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
+      for (uint32_t p = 0; p < n_pos; ++p) {
+        load_kv_row(kv.key(layer, p) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(), kv.type(), row, hd);
+        scores[p] = k_->dot_f32(q, row, hd) * scale;
+      }
+      k_->softmax(scores, n_pos);
+      float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
+      std::fill_n(out, hd, 0.0f);
+      for (uint32_t p = 0; p < n_pos; ++p) {
+        load_kv_row(kv.value(layer, p) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(), kv.type(), row, hd);
+        k_->axpy(out, scores[p], row, hd);
+      }
+    }
+  });
+}
+
+void LlamaGraph::forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvArena& kv, ThreadPool& pool) {
+  const LlamaHparams& hp = model_.hparams();
+  const uint32_t dim = hp.n_embd, kv_dim = hp.kv_dim(), ff = hp.n_ff;
+  float* x = x_.data();
+  float* xn = xn_.data();
+
+  for (uint32_t t = 0; t < n; ++t) model_.embed(tokens[t], x + static_cast<size_t>(t) * dim);
+
+  for (uint32_t l = 0; l < hp.n_layer; ++l) {
+    const LayerWeights& L = model_.layers()[l];
+
+    // Attention block: RMSNorm -> Q, K, V -> RoPE -> KV arena -> attention -> output projection.
+    for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.attn_norm, dim, hp.rms_eps);
+    matmul(L.wq, n, xn, dim, q_.data(), dim, pool);
+    matmul(L.wk, n, xn, dim, k_cur_.data(), kv_dim, pool);
+    matmul(L.wv, n, xn, dim, v_cur_.data(), kv_dim, pool);
+    for (uint32_t t = 0; t < n; ++t) {
+      rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, pos0 + t);
+      rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, pos0 + t);
+      kv.store(l, pos0 + t, k_cur_.data() + static_cast<size_t>(t) * kv_dim,
+               v_cur_.data() + static_cast<size_t>(t) * kv_dim);
+    }
+    attention(l, n, pos0, kv, pool);
+    matmul(L.wo, n, att_out_.data(), dim, xn, dim, pool);
+    for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
+
+    // Feed-forward block: RMSNorm -> SwiGLU -> down projection.
+    for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.ffn_norm, dim, hp.rms_eps);
+    matmul(L.w_gate, n, xn, dim, gate_.data(), ff, pool);
+    matmul(L.w_up, n, xn, dim, up_.data(), ff, pool);
+    for (uint32_t t = 0; t < n; ++t) k_->silu_mul(gate_.data() + t * ff, up_.data() + t * ff, ff);
+    matmul(L.w_down, n, gate_.data(), ff, xn, dim, pool);
+    for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
+  }
+
+  // Output: final norm and classifier, for the last token only unless every logit is wanted.
+  const uint32_t first = logits_all_ ? 0 : n - 1;
+  const uint32_t count = n - first;
+  for (uint32_t t = first; t < n; ++t)
+    k_->rmsnorm(xn + (t - first) * dim, x + t * dim, model_.output_norm(), dim, hp.rms_eps);
+  matmul(model_.output(), count, xn, dim, logits_.data(), n_vocab_, pool);
+}
+
+}  // namespace lmrt

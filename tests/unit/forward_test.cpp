@@ -1,0 +1,147 @@
+// The forward pass against the reference outputs in ../shared/models/reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/generate/context.h"
+#include "runtime/model/llama_model.h"
+#include "test_support.h"
+
+namespace lmrt {
+namespace {
+
+std::vector<int32_t> parse_ids(std::string line) {
+  for (char& c : line)
+    if (c == '[' || c == ']' || c == ',') c = ' ';
+  std::istringstream in(line);
+  std::vector<int32_t> ids;
+  int32_t x;
+  while (in >> x) ids.push_back(x);
+  return ids;
+}
+
+// First line of a reference file: "token_ids: 1 2 3" or "[1, 2, 3]".
+std::vector<int32_t> reference_ids(const std::string& file) {
+  std::ifstream in(test::model_path("reference/" + file));
+  std::string line;
+  std::getline(in, line);
+  if (line.rfind("token_ids:", 0) == 0) line = line.substr(10);
+  return parse_ids(line);
+}
+
+std::unique_ptr<LlamaModel> load_model(const std::string& name) {
+  std::unique_ptr<GgufFile> g;
+  Status s = GgufFile::open(test::model_path(name), true, &g);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return nullptr;
+  std::unique_ptr<LlamaModel> m;
+  s = LlamaModel::load(std::move(g), &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return m;
+}
+
+int32_t argmax(const float* x, size_t n) { return static_cast<int32_t>(std::max_element(x, x + n) - x); }
+
+std::vector<int32_t> greedy_from_bos(Context& ctx, int n) {
+  std::vector<int32_t> out;
+  int32_t tok = 1;
+  for (int i = 0; i < n; ++i) {
+    Status s = ctx.eval(&tok, 1);
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (!s.ok()) break;
+    tok = argmax(ctx.logits(0), ctx.model().hparams().n_vocab);
+    out.push_back(tok);
+  }
+  return out;
+}
+
+struct ForwardCase {
+  uint32_t threads;
+  KvType kv;
+};
+
+class Stories260KGreedy : public ::testing::TestWithParam<ForwardCase> {};
+
+TEST_P(Stories260KGreedy, Matches256ReferenceTokens) {
+  auto model = load_model("stories260K.gguf");
+  ASSERT_TRUE(model);
+  const std::vector<int32_t> want = reference_ids("stories260K.bin.greedy256.txt");
+  ASSERT_EQ(want.size(), 256u);
+  ContextParams p;
+  p.n_ctx = 512;
+  p.n_threads = GetParam().threads;
+  p.kv_type = GetParam().kv;
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*model, p, &ctx).ok());
+  EXPECT_EQ(greedy_from_bos(*ctx, 256), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreadsAndKv, Stories260KGreedy,
+                         ::testing::Values(ForwardCase{1, KvType::f32}, ForwardCase{2, KvType::f32},
+                                           ForwardCase{3, KvType::f16}));
+
+TEST(Stories260K, BatchedPrefillMatchesTokenByToken) {
+  auto model = load_model("stories260K.gguf");
+  ASSERT_TRUE(model);
+  std::vector<int32_t> seq = reference_ids("stories260K.bin.greedy256.txt");
+  seq.insert(seq.begin(), 1);
+  seq.resize(100);
+  ContextParams p;
+  p.n_ctx = 256;
+  p.n_batch = 32;  // several batches
+  p.n_threads = 2;
+  p.kv_type = KvType::f32;
+  p.logits_all = true;
+  std::unique_ptr<Context> batched, single;
+  ASSERT_TRUE(Context::create(*model, p, &batched).ok());
+  p.logits_all = false;
+  ASSERT_TRUE(Context::create(*model, p, &single).ok());
+  ASSERT_TRUE(batched->eval(seq.data(), seq.size()).ok());
+  const uint32_t n_vocab = model->hparams().n_vocab;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    ASSERT_TRUE(single->eval(&seq[i], 1).ok());
+    if (i < 96) continue;  // logits_all keeps the last batch only
+    const float* a = batched->logits(i);
+    const float* b = single->logits(0);
+    ASSERT_NE(a, nullptr);
+    for (uint32_t v = 0; v < n_vocab; ++v) ASSERT_NEAR(a[v], b[v], 1e-4f) << "position " << i << " token " << v;
+  }
+}
+
+TEST(TinyStories656K, GreedyMatchesFirst40ReferenceTokens) {
+  auto model = load_model("TinyStories-656K-Q8_0.gguf");
+  ASSERT_TRUE(model);
+  const std::vector<int32_t> want = reference_ids("TinyStories-656K-Q8_0.greedy200.txt");
+  ASSERT_EQ(want.size(), 40u);
+  ContextParams p;
+  p.n_ctx = 256;
+  p.n_threads = 2;
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*model, p, &ctx).ok());
+  EXPECT_EQ(greedy_from_bos(*ctx, 40), want);
+}
+
+TEST(Context, FullContextIsAnErrorThatChangesNothing) {
+  auto model = load_model("stories260K.gguf");
+  ASSERT_TRUE(model);
+  ContextParams p;
+  p.n_ctx = 16;
+  p.n_threads = 1;
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*model, p, &ctx).ok());
+  std::vector<int32_t> toks(10, 300);
+  ASSERT_TRUE(ctx->eval(toks.data(), toks.size()).ok());
+  Status s = ctx->eval(toks.data(), toks.size());
+  EXPECT_EQ(s.code(), Code::context_full);
+  EXPECT_EQ(ctx->n_past(), 10u);
+  EXPECT_TRUE(ctx->eval(toks.data(), 6).ok());
+  EXPECT_EQ(ctx->n_past(), 16u);
+  int32_t bad = 512;
+  ctx->truncate(0);
+  EXPECT_EQ(ctx->eval(&bad, 1).code(), Code::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lmrt
