@@ -1,0 +1,36 @@
+// lmrt: run, inspect and tokenize GGUF models from the command line.
+#include <cstdio>
+#include <cstring>
+
+#include "cli_common.h"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: lmrt COMMAND [options]\n"
+               "  run       -m MODEL -p PROMPT [-n N] [-t THREADS] [-c CTX] [--json]   stream a completion\n"
+               "  info      -m MODEL [--json]                                          model summary\n"
+               "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
+               "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
+               lmrt_version_string(), lmrt_abi_version());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "run") return cmd_run(argc, argv);
+  if (cmd == "info") return cmd_info(argc, argv);
+  if (cmd == "tokenize") return cmd_tokenize(argc, argv);
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());
+    return 0;
+  }
+  cli::print_error("unknown command '" + cmd + "'", "see 'lmrt --help'");
+  return 2;
+}

@@ -1,0 +1,35 @@
+// UTF-8 validation and the stream assembler that never hands out a partial or invalid character.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace lmrt {
+
+// Length of the UTF-8 sequence starting at s[0] if it is a complete, valid (shortest-form, no
+// surrogates, <= U+10FFFF) character; 0 if invalid; -1 if valid so far but cut off by the end.
+int utf8_sequence_length(std::string_view s);
+
+// Offset of the first invalid byte, or npos when `s` is valid UTF-8.
+size_t utf8_find_invalid(std::string_view s);
+
+// Collects bytes from token pieces and releases only complete characters. An invalid byte
+// sequence is released as U+FFFD, so the output is always valid UTF-8.
+class Utf8Assembler {
+ public:
+  void reserve(size_t n) {
+    pending_.reserve(n);
+  }
+  // Appends bytes; appends to *out every complete character now available.
+  void push(std::string_view bytes, std::string* out);
+  // Releases what is left (an unfinished character becomes U+FFFD).
+  void flush(std::string* out);
+  void clear() { pending_.clear(); }
+  size_t pending() const { return pending_.size(); }
+
+ private:
+  std::string pending_;
+};
+
+}  // namespace lmrt
