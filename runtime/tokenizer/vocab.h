@@ -1,0 +1,56 @@
+// Vocab: the token table of a SentencePiece ("llama") tokenizer as a GGUF file stores it (texts,
+// scores, types, special ids, flags), plus the checks that make it safe to tokenize with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/util/status.h"
+
+namespace lmrt {
+
+class GgufFile;
+
+// Values of tokenizer.ggml.token_type (SentencePiece's piece types).
+enum class TokenType : int32_t {
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6,
+};
+
+// Name of a token type ("normal", "byte", ...), or "invalid" for a value outside the enum.
+const char* token_type_name(TokenType type);
+
+struct Vocab {
+  std::vector<std::string> tokens;  // token text, '▁' (U+2581) standing for a space
+  std::vector<float> scores;        // higher merges first
+  std::vector<TokenType> types;
+  // Special token ids; -1 when the vocabulary has none.
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  int32_t eot_id = -1;
+  bool add_bos = false;          // the model expects BOS before a prompt
+  bool add_eos = false;          // the model expects EOS after a prompt
+  bool add_space_prefix = true;  // prepend '▁' to text that starts a sequence or follows a special token
+
+  int32_t size() const { return static_cast<int32_t>(tokens.size()); }
+
+  // Checks that the arrays have equal, non-zero lengths that fit int32, that every type is one of
+  // TokenType, that byte tokens read "<0xXX>", that special ids are -1 or in range, and that add_bos /
+  // add_eos name a token. Errors: invalid_argument naming the first problem found.
+  Status validate() const;
+
+  // Reads the tokenizer.ggml.* keys of a GGUF file. Requires tokenizer.ggml.model == "llama"
+  // (unsupported otherwise, naming the model). Follows llama.cpp where keys are missing: scores 0,
+  // types normal, bos 1 / eos 2 / unk 0 (when within the vocabulary), add_bos true, add_eos false,
+  // add_space_prefix true. An id stored as -1 or 0xFFFFFFFF means "none". Errors: bad_format for
+  // missing or mistyped keys and for a vocabulary that fails validate().
+  static Status from_gguf(const GgufFile& gguf, Vocab* out);
+};
+
+}  // namespace lmrt
