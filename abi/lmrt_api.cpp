@@ -28,10 +28,14 @@ static_assert(LMRT_ERR_BUFFER_TOO_SMALL == static_cast<int>(Code::buffer_too_sma
 // Public struct layouts are part of the ABI: any change here is deliberate.
 static_assert(sizeof(lmrt_model_params) == 8);
 static_assert(sizeof(lmrt_context_params) == 24 && offsetof(lmrt_context_params, logits_all) == 20);
-static_assert(offsetof(lmrt_model_info, n_params) == 168 && sizeof(lmrt_model_info) == 280);
-static_assert(sizeof(lmrt_token_event) == 32 && offsetof(lmrt_token_event, index) == 28);
-static_assert(sizeof(lmrt_generate_request) == 32 && offsetof(lmrt_generate_request, parse_special) == 28);
-static_assert(sizeof(lmrt_generate_result) == 96 && offsetof(lmrt_generate_result, decode_tokens_per_s) == 88);
+static_assert(offsetof(lmrt_model_info, n_params) == 168 && offsetof(lmrt_model_info, n_tensors_f32) == 220 &&
+              offsetof(lmrt_model_info, bytes_f32) == 240 && sizeof(lmrt_model_info) == 280);
+static_assert(sizeof(lmrt_token_event) == 32 && offsetof(lmrt_token_event, text) == 8 &&
+              offsetof(lmrt_token_event, index) == 24);
+static_assert(sizeof(lmrt_generate_request) == 32 && offsetof(lmrt_generate_request, prompt) == 8 &&
+              offsetof(lmrt_generate_request, parse_special) == 28);
+static_assert(sizeof(lmrt_generate_result) == 96 && offsetof(lmrt_generate_result, text) == 24 &&
+              offsetof(lmrt_generate_result, decode_tokens_per_s) == 88);
 
 namespace {
 
@@ -209,6 +213,7 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
         full.n_head = hp.n_head;
         full.n_head_kv = hp.n_head_kv;
         full.n_ff = hp.n_ff;
+        full.n_tensors = static_cast<uint32_t>(g.tensors().size());
         full.bos_token = model->tokenizer->bos();
         full.eos_token = model->tokenizer->eos();
         for (const lmrt::GgufTensorInfo& t : g.tensors()) {
@@ -241,8 +246,8 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
       [&](const std::string& m) { model->set_error(m); });
 }
 
-lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text_len, uint32_t flags,
-                          int32_t* tokens, size_t capacity, size_t* n_tokens) {
+lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text_len, uint32_t flags, int32_t* tokens,
+                          size_t capacity, size_t* n_tokens) {
   if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
   return guarded(
       [&]() -> Status {
@@ -285,8 +290,8 @@ lmrt_status lmrt_context_params_init(lmrt_context_params* params) {
   return LMRT_OK;
 }
 
-lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params, lmrt_context** out_ctx,
-                                char* err, size_t err_size) {
+lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params, lmrt_context** out_ctx, char* err,
+                                size_t err_size) {
   if (out_ctx != nullptr) *out_ctx = nullptr;
   return guarded(
       [&]() -> Status {
@@ -296,7 +301,8 @@ lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* pa
         lmrt_context_params_init(&p);
         LMRT_RETURN_IF_ERROR(read_params(params, &p));
         if (p.kv_type != LMRT_KV_F16 && p.kv_type != LMRT_KV_F32)
-          return lmrt::Error(Code::invalid_argument, "kv_type " + std::to_string(p.kv_type) + " is neither LMRT_KV_F16 nor LMRT_KV_F32");
+          return lmrt::Error(Code::invalid_argument,
+                             "kv_type " + std::to_string(p.kv_type) + " is neither LMRT_KV_F16 nor LMRT_KV_F32");
         lmrt::ContextParams cp;
         cp.n_ctx = p.n_ctx;
         cp.n_batch = p.n_batch;
@@ -322,8 +328,12 @@ const char* lmrt_context_last_error(const lmrt_context* ctx) { return ctx == nul
 lmrt_status lmrt_context_get_params(const lmrt_context* ctx, lmrt_context_params* out) {
   if (ctx == nullptr || out == nullptr || out->struct_size < sizeof(uint32_t)) return LMRT_ERR_INVALID_ARGUMENT;
   const lmrt::ContextParams& p = ctx->ctx->params();
-  lmrt_context_params full{sizeof(lmrt_context_params), p.n_ctx, p.n_batch, p.n_threads,
-                           p.kv_type == lmrt::KvType::f32 ? LMRT_KV_F32 : LMRT_KV_F16, p.logits_all ? 1u : 0u};
+  lmrt_context_params full{sizeof(lmrt_context_params),
+                           p.n_ctx,
+                           p.n_batch,
+                           p.n_threads,
+                           p.kv_type == lmrt::KvType::f32 ? LMRT_KV_F32 : LMRT_KV_F16,
+                           p.logits_all ? 1u : 0u};
   write_prefix(full, out);
   return LMRT_OK;
 }
@@ -391,7 +401,7 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         lmrt::GenerateRequest r;
         if (req.prompt != nullptr)
           r.prompt = req.prompt_len == static_cast<size_t>(-1) ? std::string_view(req.prompt)
-                                                                 : std::string_view(req.prompt, req.prompt_len);
+                                                               : std::string_view(req.prompt, req.prompt_len);
         r.max_tokens = req.max_tokens;
         r.add_bos = req.add_bos != 0;
         r.parse_special = req.parse_special != 0;
@@ -405,7 +415,7 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
           sink.user = &bridge;
           sink.fn = [](void* u, std::string_view text, int32_t token, uint32_t index) -> int {
             const auto* b = static_cast<Bridge*>(u);
-            lmrt_token_event ev{sizeof(lmrt_token_event), text.data(), text.size(), token, index};
+            lmrt_token_event ev{sizeof(lmrt_token_event), token, text.data(), text.size(), index};
             return b->fn(b->user, &ev);
           };
         }
@@ -418,6 +428,7 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
           full.prompt_tokens = g.prompt_tokens;
           full.completion_tokens = g.completion_tokens;
           full.reused_tokens = g.reused_tokens;
+          full.n_past = ctx->ctx->n_past();
           full.text = g.text.c_str();
           full.text_len = g.text.size();
           full.tokens = g.tokens.data();

@@ -123,7 +123,7 @@ MatmulFn matmul_for(const Kernels& k, TensorType type) {
   return k.matmul_f32;
 }
 
-bool takes_q8_activations(TensorType type) { return type == TensorType::q8_0 || type == TensorType::q4_0; }
+bool takes_q8_activations(TensorType type) { return type == TensorType::q4_0; }
 
 // Tables not compiled into this build. Each ISA file defines its own getter.
 #if !defined(LMRT_ARCH_X86)

@@ -16,7 +16,8 @@ const char* isa_name(Isa isa);
 
 // Y[t * ldy + r] = dot(row r of W, row t of X) for rows r in [r0, r1) and tokens t in [0, n_tok).
 // W rows are `n` elements of the weight type, `w_row_bytes` apart. X rows are float32 (F32, F16,
-// BF16 weights) or Q8_0 blocks (Q4_0, Q8_0 weights), `x_row_bytes` apart.
+// BF16, Q8_0 weights) or Q8_0 blocks (Q4_0 weights), `x_row_bytes` apart. Q8_0 weights take float
+// activations for accuracy (see kernels_scalar.cpp); Q4_0 takes int8 ones for speed.
 using MatmulFn = void (*)(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                           size_t r0, size_t r1, float* y, size_t ldy);
 

@@ -26,12 +26,15 @@ float dot_bf16_row(const uint16_t* w, const float* x, size_t n) {
   return s;
 }
 
-float dot_q8_0_row(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
+// Q8_0 weights meet float activations: int8 weights carry 8 bits already, and quantizing the
+// activations to 8 bits as well flips near-tied top-1 tokens of Q8_0 models (measured on
+// TinyStories-656K against its float32 reference: 4 flips in 146 positions, none without).
+float dot_q8_0_row(const BlockQ8_0* w, const float* x, size_t nb) {
   float s = 0.0f;
   for (size_t b = 0; b < nb; ++b) {
-    int32_t acc = 0;
-    for (int j = 0; j < 32; ++j) acc += static_cast<int32_t>(w[b].qs[j]) * x[b].qs[j];
-    s += static_cast<float>(acc) * (fp16_to_f32(w[b].d) * fp16_to_f32(x[b].d));
+    float acc = 0.0f;
+    for (int j = 0; j < 32; ++j) acc += static_cast<float>(w[b].qs[j]) * x[b * 32 + j];
+    s += acc * fp16_to_f32(w[b].d);
   }
   return s;
 }
@@ -110,7 +113,7 @@ const Kernels kScalar = {
     matmul_rows<float, float, dot_f32_row, 1>,
     matmul_rows<uint16_t, float, dot_f16_row, 1>,
     matmul_rows<uint16_t, float, dot_bf16_row, 1>,
-    matmul_rows<BlockQ8_0, BlockQ8_0, dot_q8_0_row, 32>,
+    matmul_rows<BlockQ8_0, float, dot_q8_0_row, 32>,
     matmul_rows<BlockQ4_0, BlockQ8_0, dot_q4_0_row, 32>,
     quantize_q8_0,
     rmsnorm,

@@ -25,9 +25,9 @@ int cmd_run(int argc, char** argv) {
   cli::Args args;
   std::string error;
   const std::vector<cli::OptionSpec> spec = {
-      {"model", "m", true},   {"prompt", "p", true}, {"n-predict", "n", true}, {"threads", "t", true},
-      {"ctx-size", "c", true}, {"json", "", false},  {"no-bos", "", false},     {"special", "", false},
-      {"kv-f32", "", false},
+      {"model", "m", true},   {"prompt", "p", true},   {"n-predict", "n", true},
+      {"threads", "t", true}, {"ctx-size", "c", true}, {"json", "", false},
+      {"no-bos", "", false},  {"special", "", false},  {"kv-f32", "", false},
   };
   if (!cli::parse_args(argc, argv, 2, spec, &args, &error)) {
     cli::print_error("run", error);

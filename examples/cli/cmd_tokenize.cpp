@@ -21,8 +21,8 @@ int cmd_tokenize(int argc, char** argv) {
   lmrt_model* model = cli::open_model(cli::model_path(args));
   if (model == nullptr) return 1;
   const std::string text = args.get("prompt");
-  const uint32_t flags = (args.has("no-bos") ? 0u : LMRT_TOKENIZE_ADD_BOS) |
-                         (args.has("special") ? LMRT_TOKENIZE_PARSE_SPECIAL : 0u);
+  const uint32_t flags =
+      (args.has("no-bos") ? 0u : LMRT_TOKENIZE_ADD_BOS) | (args.has("special") ? LMRT_TOKENIZE_PARSE_SPECIAL : 0u);
   size_t n = 0;
   lmrt_status s = lmrt_tokenize(model, text.data(), text.size(), flags, nullptr, 0, &n);
   std::vector<int32_t> ids(n);

@@ -9,9 +9,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 int32_t argmax(const float* x, size_t n) { return static_cast<int32_t>(std::max_element(x, x + n) - x); }
 
@@ -103,8 +101,7 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
     utf8.push(bytes, &emitted);
     if (!emitted.empty()) {
       r.text.append(emitted);
-      if (sink.fn != nullptr &&
-          sink.fn(sink.user, emitted, next, static_cast<uint32_t>(r.tokens.size())) != 0) {
+      if (sink.fn != nullptr && sink.fn(sink.user, emitted, next, static_cast<uint32_t>(r.tokens.size())) != 0) {
         r.finish_reason = FinishReason::cancelled;
         break;
       }
@@ -125,7 +122,8 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
   if (!emitted.empty() && r.finish_reason != FinishReason::cancelled) {
     r.text.append(emitted);
     if (sink.fn != nullptr)
-      (void)sink.fn(sink.user, emitted, r.tokens.empty() ? -1 : r.tokens.back(), static_cast<uint32_t>(r.tokens.size()));
+      (void)sink.fn(sink.user, emitted, r.tokens.empty() ? -1 : r.tokens.back(),
+                    static_cast<uint32_t>(r.tokens.size()));
   }
   r.completion_tokens = static_cast<uint32_t>(r.tokens.size());
   if (!r.tokens.empty()) {

@@ -4,7 +4,7 @@
 #include <queue>
 #include <utility>
 
-#include "runtime/tokenizer/utf8.h"
+#include "runtime/util/utf8.h"
 
 namespace lmrt {
 namespace {
@@ -237,7 +237,7 @@ Status SpmTokenizer::tokenize_escaped(std::string_view text, std::vector<int32_t
   std::vector<Symbol> symbols;
   symbols.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
-    const size_t len = std::max<size_t>(1, utf8_char_length(text, pos));
+    const size_t len = static_cast<size_t>(std::max(1, utf8_sequence_length(text.substr(pos))));
     const int32_t index = static_cast<int32_t>(symbols.size());
     symbols.push_back(
         {index - 1, pos + len < text.size() ? index + 1 : -1, static_cast<uint32_t>(pos), static_cast<uint32_t>(len)});

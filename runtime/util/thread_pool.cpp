@@ -1,5 +1,7 @@
 #include "runtime/util/thread_pool.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -14,11 +16,15 @@ inline void cpu_relax() {
   __asm__ volatile("yield");
 #endif
 }
-constexpr int kSpinIterations = 20000;
+// About 50-100 us of spinning: long enough to bridge the gap between the matrix multiplications of
+// one decode step, short enough not to burn a core between tokens.
+constexpr int kSpinIterations = 2000;
 }  // namespace
 
 ThreadPool::ThreadPool(size_t n_threads) {
   if (n_threads < 1) n_threads = 1;
+  // With more threads than cores a spinning worker takes the core from the one doing the work.
+  spin_ = n_threads <= std::max(1u, std::thread::hardware_concurrency());
   workers_.reserve(n_threads - 1);
   for (size_t i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -56,7 +62,7 @@ void ThreadPool::run_erased(JobRef job) {
 void ThreadPool::worker_loop(size_t index) {
   uint64_t seen = 0;
   for (;;) {
-    for (int i = 0; i < kSpinIterations && published_generation_.load(std::memory_order_acquire) == seen; ++i)
+    for (int i = 0; spin_ && i < kSpinIterations && published_generation_.load(std::memory_order_acquire) == seen; ++i)
       cpu_relax();
     JobRef job{nullptr, nullptr};
     {

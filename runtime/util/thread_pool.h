@@ -68,6 +68,7 @@ class ThreadPool {
   uint64_t generation_ = 0;
   size_t pending_ = 0;
   bool stop_ = false;
+  bool spin_ = true;
   // Workers spin briefly on this before sleeping, so back-to-back calls in a decode step do not
   // pay a futex wake-up each.
   std::atomic<uint64_t> published_generation_{0};

@@ -1,6 +1,7 @@
 #include "runtime/util/utf8.h"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace lmrt {
 
@@ -43,6 +44,14 @@ size_t utf8_find_invalid(std::string_view s) {
     i += static_cast<size_t>(n);
   }
   return std::string_view::npos;
+}
+
+Status validate_utf8(std::string_view text) {
+  const size_t bad = utf8_find_invalid(text);
+  if (bad == std::string_view::npos) return Status::Ok();
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<uint8_t>(text[bad])));
+  return Error(Code::bad_utf8, "invalid UTF-8 at byte offset " + std::to_string(bad) + " (byte " + hex + ")");
 }
 
 void Utf8Assembler::push(std::string_view bytes, std::string* out) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/util/status.h"
+
 namespace lmrt {
 
 // Length of the UTF-8 sequence starting at s[0] if it is a complete, valid (shortest-form, no
@@ -14,13 +16,14 @@ int utf8_sequence_length(std::string_view s);
 // Offset of the first invalid byte, or npos when `s` is valid UTF-8.
 size_t utf8_find_invalid(std::string_view s);
 
+// Ok when `text` is valid UTF-8; otherwise bad_utf8 naming the offset and value of the first bad byte.
+Status validate_utf8(std::string_view text);
+
 // Collects bytes from token pieces and releases only complete characters. An invalid byte
 // sequence is released as U+FFFD, so the output is always valid UTF-8.
 class Utf8Assembler {
  public:
-  void reserve(size_t n) {
-    pending_.reserve(n);
-  }
+  void reserve(size_t n) { pending_.reserve(n); }
   // Appends bytes; appends to *out every complete character now available.
   void push(std::string_view bytes, std::string* out);
   // Releases what is left (an unfinished character becomes U+FFFD).

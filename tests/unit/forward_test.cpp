@@ -7,6 +7,8 @@
 
 #include "runtime/generate/context.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/tokenizer/spm_tokenizer.h"
+#include "runtime/tokenizer/vocab.h"
 #include "test_support.h"
 
 namespace lmrt {
@@ -141,6 +143,85 @@ TEST(Context, FullContextIsAnErrorThatChangesNothing) {
   int32_t bad = 512;
   ctx->truncate(0);
   EXPECT_EQ(ctx->eval(&bad, 1).code(), Code::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lmrt
+
+namespace lmrt {
+namespace {
+
+// Teacher forcing over the reference story: the model's top-1 prediction at each position must
+// agree with the reference's next token at >= 99 % of positions.
+TEST(TinyStories656K, TeacherForcedTop1AgreesWithReference) {
+  std::unique_ptr<GgufFile> g;
+  ASSERT_TRUE(GgufFile::open(test::model_path("TinyStories-656K-Q8_0.gguf"), true, &g).ok());
+  Vocab vocab;
+  ASSERT_TRUE(Vocab::from_gguf(*g, &vocab).ok());
+  std::unique_ptr<SpmTokenizer> tok;
+  ASSERT_TRUE(SpmTokenizer::create(std::move(vocab), &tok).ok());
+  std::unique_ptr<LlamaModel> model;
+  ASSERT_TRUE(LlamaModel::load(std::move(g), &model).ok());
+
+  const std::string ref = test::read_file(test::model_path("reference/TinyStories-656K-Q8_0.greedy200.txt"));
+  std::string text = ref.substr(ref.find('\n') + 1);
+  // The model writes the marker "<|end_story|>" as plain text pieces and then emits the EOS token
+  // (also named <|end_story|>), which the reference printed: the sequence is the text up to the
+  // first marker included, then EOS.
+  const std::string end_story = "<|end_story|>";
+  ASSERT_NE(text.find(end_story), std::string::npos);
+  text = text.substr(0, text.find(end_story) + end_story.size());
+  // The reference gives the first 40 ids and the text, not every id: this vocabulary's scores
+  // are all equal, so neither SentencePiece merging nor longest match recovers the ids the model
+  // emitted. So the reference sequence is followed by teacher forcing on the text: at each step
+  // the next reference token is the best-scoring token whose piece continues the reference text,
+  // and the model's unconstrained top-1 must be that token.
+  std::vector<std::string> pieces(tok->n_vocab());
+  for (int32_t id = 0; id < tok->n_vocab(); ++id)
+    if (!tok->is_control(id)) ASSERT_TRUE(tok->token_to_piece(id, &pieces[id]).ok());
+  ContextParams p;
+  p.n_ctx = 512;
+  p.n_threads = 2;
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*model, p, &ctx).ok());
+  const uint32_t n_vocab = model->hparams().n_vocab;
+  std::vector<int32_t> seq;
+  int32_t cur = tok->bos();
+  size_t agree = 0, positions = 0;
+  for (size_t pos = 0;;) {
+    ++positions;
+    ASSERT_TRUE(ctx->eval(&cur, 1).ok());
+    const float* logits = ctx->logits(0);
+    int32_t want = -1;
+    if (pos == text.size()) {
+      want = tok->eos();
+    } else {
+      for (uint32_t id = 0; id < n_vocab; ++id) {
+        const std::string& pc = pieces[id];
+        if (pc.empty() || text.compare(pos, pc.size(), pc) != 0) continue;
+        if (want < 0 || logits[id] > logits[want]) want = static_cast<int32_t>(id);
+      }
+    }
+    ASSERT_GE(want, 0) << "no vocabulary piece continues the text at byte " << pos;
+    if (argmax(logits, n_vocab) == want) {
+      ++agree;
+    } else {
+      const int32_t top = argmax(logits, n_vocab);
+      std::printf("pos %zu: top %d (%s) %.4f, reference %d (%s) %.4f\n", positions, top, pieces[top].c_str(),
+                  logits[top], want, pieces[want].c_str(), logits[want]);
+    }
+    if (want == tok->eos()) break;
+    seq.push_back(want);
+    pos += pieces[want].size();
+    cur = want;
+  }
+  const std::vector<int32_t> first40 = reference_ids("TinyStories-656K-Q8_0.greedy200.txt");
+  ASSERT_GE(seq.size(), 40u);
+  EXPECT_EQ(std::vector<int32_t>(seq.begin(), seq.begin() + 40), first40);
+  EXPECT_GE(positions, 150u);
+  EXPECT_GE(static_cast<double>(agree) / positions, 0.99) << agree << " of " << positions << " positions agree";
+  std::printf("TinyStories teacher-forced top-1 agreement: %zu / %zu\n", agree, positions);
+  RecordProperty("top1_agreement", std::to_string(agree) + "/" + std::to_string(positions));
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 
 #include "runtime/model/gguf_file.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
-#include "runtime/tokenizer/utf8.h"
 #include "runtime/tokenizer/vocab.h"
+#include "runtime/util/utf8.h"
 #include "test_support.h"
 
 namespace lmrt {

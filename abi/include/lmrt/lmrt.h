@@ -104,6 +104,7 @@ typedef struct lmrt_model_info {
   uint32_t struct_size;
   char architecture[32]; /* general.architecture, NUL-terminated (truncated if longer) */
   char name[128];        /* general.name, or "" */
+  uint32_t n_tensors;
   uint64_t n_params;     /* number of weights */
   uint64_t file_bytes;
   uint32_t n_ctx_train; /* training context length */
@@ -214,10 +215,10 @@ LMRT_API const char* lmrt_finish_reason_str(lmrt_finish_reason reason);
 /* One streamed piece of text. */
 typedef struct lmrt_token_event {
   uint32_t struct_size;
+  int32_t token;    /* the token that completed this text */
   const char* text; /* complete UTF-8 characters; valid only during the callback; not NUL-terminated */
   size_t text_len;
-  int32_t token;        /* the token that completed this text */
-  uint32_t index;       /* number of tokens generated so far, this one included */
+  uint32_t index; /* number of tokens generated so far, this one included */
 } lmrt_token_event;
 
 /* Called for each piece of generated text. Return 0 to go on, non-zero to cancel (the generation
@@ -226,9 +227,9 @@ typedef int (*lmrt_token_callback)(void* user_data, const lmrt_token_event* even
 
 typedef struct lmrt_generate_request {
   uint32_t struct_size;
+  int32_t max_tokens; /* most tokens to generate; default 256 */
   const char* prompt; /* UTF-8; may be NULL or "" to start from BOS alone */
   size_t prompt_len;  /* bytes of prompt; (size_t)-1 = NUL-terminated */
-  int32_t max_tokens; /* most tokens to generate; default 256 */
   uint32_t add_bos;   /* 1 (default): prepend BOS when the vocabulary asks for it */
   uint32_t parse_special; /* 0 (default): special token texts in the prompt are plain text */
 } lmrt_generate_request;
@@ -242,6 +243,7 @@ typedef struct lmrt_generate_result {
   uint32_t prompt_tokens;     /* tokens in the prompt (BOS included) */
   uint32_t completion_tokens; /* tokens generated */
   uint32_t reused_tokens;     /* prompt tokens whose KV entries were reused from the previous request */
+  uint32_t n_past;            /* tokens the context holds afterwards */
   const char* text;           /* the whole generated text, NUL-terminated; owned by the context,
                                  valid until its next lmrt_generate / free */
   size_t text_len;
