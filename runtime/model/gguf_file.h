@@ -39,10 +39,10 @@ const char* gguf_value_type_name(GgufValueType type);
 // (arrays of arrays nest).
 struct GgufValue {
   GgufValueType type = GgufValueType::u8;
-  uint64_t u = 0;  // u8/u16/u32/u64/bool
-  int64_t i = 0;   // i8/i16/i32/i64
-  double f = 0;    // f32/f64
-  std::string_view str;  // string (points into the file)
+  uint64_t u = 0;                               // u8/u16/u32/u64/bool
+  int64_t i = 0;                                // i8/i16/i32/i64
+  double f = 0;                                 // f32/f64
+  std::string_view str;                         // string (points into the file)
   GgufValueType elem_type = GgufValueType::u8;  // array element type
   std::vector<GgufValue> items;                 // array items
 
@@ -71,6 +71,14 @@ struct GgufTensorInfo {
   uint64_t n_rows() const { return n_elements / ne[0]; }
 };
 
+// Bounds on what a file may make the reader allocate. Each metadata value costs sizeof(GgufValue)
+// (~80 bytes) however few bytes it takes in the file, so a damaged array count in a big file could
+// otherwise ask for many times the file's size. The largest real vocabularies hold under a million
+// values (tokens, scores, token types, merges).
+struct GgufLimits {
+  uint64_t max_metadata_values = uint64_t{1} << 22;
+};
+
 class GgufFile {
  public:
   // Opens and parses `path`. Errors: io, bad_format (not GGUF, damaged, legacy format),
@@ -78,6 +86,7 @@ class GgufFile {
   static Status open(const std::string& path, bool use_mmap, std::unique_ptr<GgufFile>* out);
   // Parses a file already in memory; takes ownership.
   static Status parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFile>* out);
+  static Status parse(std::unique_ptr<MappedFile> file, const GgufLimits& limits, std::unique_ptr<GgufFile>* out);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
