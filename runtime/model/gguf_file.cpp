@@ -1,5 +1,6 @@
 #include "runtime/model/gguf_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <unordered_set>
@@ -13,6 +14,10 @@ namespace {
 constexpr uint32_t kMaxArrayDepth = 4;     // nested arrays deeper than this are refused
 constexpr uint64_t kMaxKeyLength = 65536;  // a metadata key or tensor name longer than this is damage
 constexpr uint32_t kMaxDims = 4;
+constexpr uint64_t kMaxAlignment = 65536;
+// Vectors sized from counts in the file grow as entries are actually parsed; this caps what a
+// count can reserve up front.
+constexpr uint64_t kMaxReserve = 4096;
 
 // Bounds-checked little-endian reader over the file bytes. Every read checks the remaining size
 // first, so a damaged count can never read past the end.
@@ -76,13 +81,14 @@ bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueT
 
 class Parser {
  public:
-  Parser(const uint8_t* data, uint64_t size) : cur_(data, size) {}
+  Parser(const uint8_t* data, uint64_t size, uint64_t max_values) : cur_(data, size), max_values_(max_values) {}
 
   Status fail(const std::string& what) const {
     return Error(Code::bad_format, "damaged GGUF file: " + what + " (at byte " + std::to_string(cur_.pos()) + ")");
   }
 
   Status read_value(GgufValueType type, uint32_t depth, GgufValue* v) {
+    if (++n_values_ > max_values_) return fail("metadata holds more than " + std::to_string(max_values_) + " values");
     v->type = type;
     switch (type) {
       case GgufValueType::u8: {
@@ -156,8 +162,11 @@ class Parser {
         v->elem_type = static_cast<GgufValueType>(et);
         if (n > cur_.remaining() / min_encoded_size(v->elem_type))
           return fail("array of " + std::to_string(n) + " elements is larger than the file");
-        v->items.resize(n);
-        for (uint64_t k = 0; k < n; ++k) LMRT_RETURN_IF_ERROR(read_value(v->elem_type, depth + 1, &v->items[k]));
+        v->items.reserve(std::min(n, kMaxReserve));
+        for (uint64_t k = 0; k < n; ++k) {
+          v->items.emplace_back();
+          LMRT_RETURN_IF_ERROR(read_value(v->elem_type, depth + 1, &v->items.back()));
+        }
         return Status::Ok();
       }
     }
@@ -168,6 +177,8 @@ class Parser {
 
  private:
   Cursor cur_;
+  uint64_t max_values_;
+  uint64_t n_values_ = 0;
 };
 
 // Names what a file is when it is not a GGUF v2/v3 file.
@@ -179,8 +190,8 @@ Status identify_non_gguf(const uint8_t* data, uint64_t size, const std::string& 
   switch (magic) {
     case 0x67676a74:  // "tjgg"
       return Error(Code::bad_format,
-                   "this is a GGJT (pre-GGUF llama.cpp) file, not GGUF; convert it to GGUF v3 with llama.cpp's "
-                   "convert tools" +
+                   std::string("this is a GGJT (pre-GGUF llama.cpp) file, not GGUF; convert it to GGUF v3 with "
+                               "llama.cpp's convert tools") +
                        where);
     case 0x67676d66:  // "fmgg"
       return Error(Code::bad_format,
@@ -190,16 +201,59 @@ Status identify_non_gguf(const uint8_t* data, uint64_t size, const std::string& 
     default:
       break;
   }
-  if (std::memcmp(data,
-                  "\x7f"
-                  "ELF",
-                  4) == 0)
-    return Error(Code::bad_format, "not a GGUF file: an ELF binary" + where);
+  if (std::memcmp(data, "\177ELF", 4) == 0) return Error(Code::bad_format, "not a GGUF file: an ELF binary" + where);
   if (std::memcmp(data, "PK\x03\x04", 4) == 0)
     return Error(Code::bad_format, "not a GGUF file: a zip archive (a PyTorch checkpoint?)" + where);
   if (size >= 9 && data[8] == '{')
     return Error(Code::bad_format, "not a GGUF file: looks like a safetensors file" + where);
   return Error(Code::bad_format, "not a GGUF file: the first 4 bytes are not \"GGUF\"" + where);
+}
+
+// Finds the data section after the tensor table and points every tensor into it, checking that
+// each lies inside the file, none overlap and no tail of the file is left unexplained.
+Status locate_tensor_data(const uint8_t* data, uint64_t size, uint64_t tensor_table_end, uint64_t alignment,
+                          const std::string& where, std::vector<GgufTensorInfo>& tensors, uint64_t* data_offset_out) {
+  uint64_t data_offset = 0;
+  if (!checked_align_up(tensor_table_end, alignment, &data_offset)) data_offset = size + 1;
+  // A file without tensors (a vocabulary) may end without the padding before its empty data section.
+  if (tensors.empty()) data_offset = std::min(data_offset, size);
+  if (data_offset > size)
+    return Error(Code::bad_format,
+                 "damaged or truncated GGUF file: the tensor data section starts past the end of the file (" +
+                     std::to_string(size) + " bytes)" + where);
+  *data_offset_out = data_offset;
+  const uint64_t data_size = size - data_offset;
+  for (GgufTensorInfo& ti : tensors) {
+    uint64_t end = 0;
+    if (!checked_add(ti.offset, ti.n_bytes, &end) || end > data_size)
+      return Error(Code::bad_format, "damaged or truncated GGUF file: tensor '" + std::string(ti.name) + "' (" +
+                                         std::to_string(ti.n_bytes) + " bytes at data offset " +
+                                         std::to_string(ti.offset) + ") runs past the end of the file" + where);
+    ti.data = data + data_offset + ti.offset;
+  }
+  if (tensors.empty()) return Status::Ok();
+
+  // Writers lay tensors out one after another; two sharing bytes, or a tail no tensor covers, mean
+  // a damaged tensor table or a wrong tensor count.
+  std::vector<const GgufTensorInfo*> by_offset;
+  by_offset.reserve(tensors.size());
+  for (const GgufTensorInfo& ti : tensors) by_offset.push_back(&ti);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+  for (size_t k = 1; k < by_offset.size(); ++k) {
+    const GgufTensorInfo& prev = *by_offset[k - 1];
+    if (prev.offset + prev.n_bytes > by_offset[k]->offset)
+      return Error(Code::bad_format, "damaged GGUF file: the data of tensors '" + std::string(prev.name) + "' and '" +
+                                         std::string(by_offset[k]->name) + "' overlap" + where);
+  }
+  const GgufTensorInfo& last = *by_offset.back();
+  uint64_t used = 0;  // cannot overflow: last.offset + n_bytes <= data_size was checked above
+  if (!checked_align_up(last.offset + last.n_bytes, alignment, &used)) used = data_size;
+  if (data_size > used)
+    return Error(Code::bad_format, "damaged GGUF file: " + std::to_string(data_size - used) +
+                                       " bytes at the end of the file belong to no tensor (is the tensor count " +
+                                       std::to_string(tensors.size()) + " wrong?)" + where);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -261,23 +315,30 @@ Status GgufFile::open(const std::string& path, bool use_mmap, std::unique_ptr<Gg
 }
 
 Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFile>* out) {
+  return parse(std::move(file), GgufLimits{}, out);
+}
+
+Status GgufFile::parse(std::unique_ptr<MappedFile> file, const GgufLimits& limits, std::unique_ptr<GgufFile>* out) {
+  if (file == nullptr || out == nullptr) return Error(Code::invalid_argument, "GgufFile::parse: null argument");
   const uint8_t* data = file->data();
   const uint64_t size = file->size();
+  const std::string where = " ('" + file->path() + "')";
   if (size < 4 || std::memcmp(data, "GGUF", 4) != 0) return identify_non_gguf(data, size, file->path());
 
-  Parser p(data, size);
+  Parser p(data, size, limits.max_metadata_values);
   uint32_t magic = 0, version = 0;
   (void)p.cursor().read(&magic);
   if (!p.cursor().read(&version)) return p.fail("truncated header");
   if (version == 1)
     return Error(Code::bad_format,
-                 "GGUF version 1 (the 2023 draft with 32-bit counts) is not supported; re-convert the model to "
-                 "GGUF v3 ('" +
-                     file->path() + "')");
+                 std::string("GGUF version 1 (the 2023 draft with 32-bit counts) is not supported; re-convert the "
+                             "model to GGUF v3") +
+                     where);
   if (version != 2 && version != 3) {
+    // The version is written in the file's byte order, so a big-endian v2/v3 file reads as 2<<24 or 3<<24.
     if ((version & 0xFFFF) == 0 && version != 0)
-      return Error(Code::unsupported, "big-endian GGUF files are not supported ('" + file->path() + "')");
-    return Error(Code::bad_format, "unknown GGUF version " + std::to_string(version) + " ('" + file->path() + "')");
+      return Error(Code::unsupported, "big-endian GGUF files are not supported" + where);
+    return Error(Code::bad_format, "unknown GGUF version " + std::to_string(version) + where);
   }
 
   uint64_t n_tensors = 0, n_kv = 0;
@@ -290,14 +351,14 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
 
   std::unique_ptr<GgufFile> g(new GgufFile());
   g->version_ = version;
-  g->kvs_.resize(n_kv);
+  g->kvs_.reserve(std::min(n_kv, kMaxReserve));
   std::unordered_set<std::string_view> keys;
   for (uint64_t k = 0; k < n_kv; ++k) {
-    GgufKv& kv = g->kvs_[k];
+    GgufKv& kv = g->kvs_.emplace_back();
     if (!p.cursor().read_string(&kv.key))
       return p.fail("metadata key " + std::to_string(k) + " runs past the end of the file");
     if (kv.key.empty() || kv.key.size() > kMaxKeyLength)
-      return p.fail("metadata key " + std::to_string(k) + " has a bad length");
+      return p.fail("metadata key " + std::to_string(k) + " has a bad length (" + std::to_string(kv.key.size()) + ")");
     if (!keys.insert(kv.key).second) return p.fail("duplicate metadata key '" + std::string(kv.key) + "'");
     uint32_t type = 0;
     if (!p.cursor().read(&type)) return p.fail("truncated type of key '" + std::string(kv.key) + "'");
@@ -307,19 +368,29 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
   }
 
   if (const GgufValue* a = g->find("general.alignment")) {
-    auto al = a->as_int();
-    if (!al || *al <= 0 || (*al & (*al - 1)) != 0 || *al > 65536)
-      return Error(Code::bad_format, "damaged GGUF file: general.alignment is not a power of two up to 65536");
-    g->alignment_ = static_cast<uint64_t>(*al);
+    // The GGUF spec asks for a multiple of 8; a power of two also makes the padding arithmetic
+    // exact, and tensor data at 8-byte boundaries is naturally aligned for every element type.
+    if (!a->is_integer() || a->type == GgufValueType::boolean)
+      return Error(Code::bad_format, std::string("damaged GGUF file: general.alignment is a ") +
+                                         gguf_value_type_name(a->type) + ", not an integer" + where);
+    const bool is_signed = a->type == GgufValueType::i8 || a->type == GgufValueType::i16 ||
+                           a->type == GgufValueType::i32 || a->type == GgufValueType::i64;
+    const uint64_t al = is_signed ? (a->i < 0 ? 0 : static_cast<uint64_t>(a->i)) : a->u;
+    if (al < 8 || al > kMaxAlignment || (al & (al - 1)) != 0)
+      return Error(Code::bad_format, "damaged GGUF file: general.alignment " +
+                                         (is_signed ? std::to_string(a->i) : std::to_string(a->u)) +
+                                         " is not a power of two from 8 to " + std::to_string(kMaxAlignment) + where);
+    g->alignment_ = al;
   }
 
-  g->tensors_.resize(n_tensors);
+  g->tensors_.reserve(std::min(n_tensors, kMaxReserve));
   std::unordered_set<std::string_view> names;
   for (uint64_t t = 0; t < n_tensors; ++t) {
-    GgufTensorInfo& ti = g->tensors_[t];
+    GgufTensorInfo& ti = g->tensors_.emplace_back();
     const std::string idx = "tensor " + std::to_string(t);
     if (!p.cursor().read_string(&ti.name)) return p.fail(idx + ": name runs past the end of the file");
-    if (ti.name.empty() || ti.name.size() > kMaxKeyLength) return p.fail(idx + ": bad name length");
+    if (ti.name.empty() || ti.name.size() > kMaxKeyLength)
+      return p.fail(idx + ": bad name length (" + std::to_string(ti.name.size()) + ")");
     const std::string name = "tensor '" + std::string(ti.name) + "'";
     if (!names.insert(ti.name).second) return p.fail("duplicate " + name);
     if (!p.cursor().read(&ti.n_dims)) return p.fail(name + ": truncated");
@@ -334,14 +405,19 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
     ti.n_elements = n_elements;
     uint32_t type_id = 0;
     if (!p.cursor().read(&type_id) || !p.cursor().read(&ti.offset)) return p.fail(name + ": truncated");
-    if (!tensor_type_from_id(type_id, &ti.type))
-      return Error(Code::unsupported, name + " has type " + ggml_type_name(type_id) +
-                                          ", which lmrt does not read (supported: F32, F16, BF16, Q8_0, Q4_0)");
+    if (!tensor_type_from_id(type_id, &ti.type)) {
+      const std::string type_name = ggml_type_name(type_id);
+      const bool known = type_name.rfind("type ", 0) != 0;
+      return Error(Code::unsupported,
+                   name + (known ? " has type " + type_name + " (ggml type " : " has unknown type id ") +
+                       std::to_string(type_id) + (known ? ")" : "") +
+                       ", which lmrt does not read (supported: F32, F16, BF16, Q8_0, Q4_0)" + where);
+    }
     const TensorTypeTraits tr = tensor_type_traits(ti.type);
     if (ti.ne[0] % tr.block_size != 0)
       return Error(Code::bad_format, name + ": row length " + std::to_string(ti.ne[0]) + " is not a multiple of " +
                                          tr.name + "'s block size " + std::to_string(tr.block_size) +
-                                         " (its blocks would run across rows)");
+                                         " (its blocks would run across rows)" + where);
     if (!checked_mul(n_elements / tr.block_size, tr.block_bytes, &ti.n_bytes))
       return p.fail(name + ": byte size overflows");
     if (ti.offset % g->alignment_ != 0)
@@ -349,20 +425,8 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFil
                     std::to_string(g->alignment_));
   }
 
-  uint64_t data_offset = 0;
-  if (!checked_align_up(p.cursor().pos(), g->alignment_, &data_offset) || data_offset > size)
-    return Error(Code::bad_format, "damaged GGUF file: the tensor data section starts past the end of the file (" +
-                                       std::to_string(size) + " bytes)");
-  g->data_offset_ = data_offset;
-  const uint64_t data_size = size - data_offset;
-  for (GgufTensorInfo& ti : g->tensors_) {
-    uint64_t end = 0;
-    if (!checked_add(ti.offset, ti.n_bytes, &end) || end > data_size)
-      return Error(Code::bad_format, "damaged or truncated GGUF file: tensor '" + std::string(ti.name) + "' (" +
-                                         std::to_string(ti.n_bytes) + " bytes at data offset " +
-                                         std::to_string(ti.offset) + ") runs past the end of the file");
-    ti.data = data + data_offset + ti.offset;
-  }
+  LMRT_RETURN_IF_ERROR(
+      locate_tensor_data(data, size, p.cursor().pos(), g->alignment_, where, g->tensors_, &g->data_offset_));
   g->file_ = std::move(file);
   *out = std::move(g);
   return Status::Ok();

@@ -71,6 +71,14 @@ struct GgufTensorInfo {
   uint64_t n_rows() const { return n_elements / ne[0]; }
 };
 
+// Bounds on what a file may make the reader allocate. Each metadata value costs sizeof(GgufValue)
+// (~80 bytes) however few bytes it takes in the file, so a damaged array count in a big file could
+// otherwise ask for many times the file's size. The largest real vocabularies hold under a million
+// values (tokens, scores, token types, merges).
+struct GgufLimits {
+  uint64_t max_metadata_values = uint64_t{1} << 22;
+};
+
 class GgufFile {
  public:
   // Opens and parses `path`. Errors: io, bad_format (not GGUF, damaged, legacy format),
@@ -78,6 +86,7 @@ class GgufFile {
   static Status open(const std::string& path, bool use_mmap, std::unique_ptr<GgufFile>* out);
   // Parses a file already in memory; takes ownership.
   static Status parse(std::unique_ptr<MappedFile> file, std::unique_ptr<GgufFile>* out);
+  static Status parse(std::unique_ptr<MappedFile> file, const GgufLimits& limits, std::unique_ptr<GgufFile>* out);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }

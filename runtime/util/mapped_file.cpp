@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace lmrt {
 
@@ -47,7 +48,13 @@ Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<
     file->data_ = static_cast<const uint8_t*>(p);
     file->mapped_ = true;
   } else {
-    file->owned_.resize(file->size_);
+    // The size comes from the file system, but a huge file must fail cleanly, not throw.
+    try {
+      file->owned_.resize(file->size_);
+    } catch (const std::bad_alloc&) {
+      return Error(Code::out_of_memory,
+                   "cannot allocate " + std::to_string(file->size_) + " bytes to read '" + path + "' (try mmap)");
+    }
     size_t done = 0;
     while (done < file->size_) {
       ssize_t n = ::pread(fd.fd, file->owned_.data() + done, file->size_ - done, static_cast<off_t>(done));
@@ -66,6 +73,14 @@ std::unique_ptr<MappedFile> MappedFile::from_bytes(const uint8_t* data, size_t s
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->owned_.assign(data, data + size);
   file->data_ = file->owned_.data();
+  file->size_ = size;
+  file->path_ = "<memory>";
+  return file;
+}
+
+std::unique_ptr<MappedFile> MappedFile::view(const uint8_t* data, size_t size) {
+  std::unique_ptr<MappedFile> file(new MappedFile());
+  file->data_ = data;
   file->size_ = size;
   file->path_ = "<memory>";
   return file;

@@ -18,6 +18,8 @@ class MappedFile {
   static Status open(const std::string& path, bool use_mmap, std::unique_ptr<MappedFile>* out);
   // Wraps bytes already in memory (tests and in-memory models); the buffer is copied.
   static std::unique_ptr<MappedFile> from_bytes(const uint8_t* data, size_t size);
+  // Views bytes the caller keeps alive and unchanged for the MappedFile's lifetime; nothing is copied.
+  static std::unique_ptr<MappedFile> view(const uint8_t* data, size_t size);
 
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
