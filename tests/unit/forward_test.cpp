@@ -178,7 +178,9 @@ TEST(TinyStories656K, TeacherForcedTop1AgreesWithReference) {
   // and the model's unconstrained top-1 must be that token.
   std::vector<std::string> pieces(tok->n_vocab());
   for (int32_t id = 0; id < tok->n_vocab(); ++id)
-    if (!tok->is_control(id)) ASSERT_TRUE(tok->token_to_piece(id, &pieces[id]).ok());
+    if (!tok->is_control(id)) {
+      ASSERT_TRUE(tok->token_to_piece(id, &pieces[id]).ok());
+    }
   ContextParams p;
   p.n_ctx = 512;
   p.n_threads = 2;
