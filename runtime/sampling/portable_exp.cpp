@@ -1,10 +1,18 @@
 #include "runtime/sampling/portable_exp.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "runtime/sampling/exact_fp.h"
 
 namespace lmrt {
+namespace {
+
+// 2^k for -1022 <= k <= 1023.
+double pow2(int64_t k) { return std::bit_cast<double>(static_cast<uint64_t>(k + 1023) << 52); }
+
+}  // namespace
 
 double portable_exp(double x) {
   if (x != x) return x;
@@ -15,7 +23,10 @@ double portable_exp(double x) {
   constexpr double kLog2e = 1.4426950408889634074;
   constexpr double kLn2Hi = 6.93147180369123816490e-01;
   constexpr double kLn2Lo = 1.90821492927058770002e-10;
-  const double k = std::floor(x * kLog2e + 0.5);
+  // Round to nearest (halves away from zero) by truncating conversion: one instruction, no libm.
+  const double t = x * kLog2e;
+  const int64_t ki = static_cast<int64_t>(t + (t >= 0 ? 0.5 : -0.5));
+  const double k = static_cast<double>(ki);
   const double r = (x - k * kLn2Hi) - k * kLn2Lo;
   // Taylor series of e^r to degree 13: the remainder r^14/14! < 2e-17 for |r| <= 0.35.
   constexpr double c[14] = {
@@ -23,8 +34,11 @@ double portable_exp(double x) {
       1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};
   double p = c[13];
   for (int i = 12; i >= 0; --i) p = p * r + c[i];
-  // Scaling by 2^k is exact unless the result is subnormal, where ldexp rounds correctly.
-  return std::ldexp(p, static_cast<int>(k));
+  // Scale by 2^k, built from its bits. Exact for normal results; for subnormal ones, an exact
+  // scaling by 2^(k+64) first leaves the single rounding to the final multiplication.
+  if (ki > 1023) return (p * pow2(ki - 1)) * 2.0;
+  if (ki >= -1022) return p * pow2(ki);
+  return (p * pow2(ki + 64)) * 0x1.0p-64;
 }
 
 }  // namespace lmrt

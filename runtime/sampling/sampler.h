@@ -5,6 +5,10 @@
 // - apply() works in place on the candidate array (see candidates.h). It may reorder, drop (shrink
 //   `size`, never below 1), rewrite logits, and select (set `selected`). It must not allocate per
 //   call: buffers belong in reserve().
+// - The order it leaves must depend only on its input (e.g. sorted by candidate_before, or the
+//   input order kept), never on unspecified internals of a library algorithm such as the order
+//   nth_element leaves behind: dist walks the array in order, so a seeded draw would otherwise
+//   differ between standard libraries.
 // - A sampler with `deterministic() == true` gives the same output for the same input, history and
 //   Rng state; it draws randomness only from the Rng it is given.
 // - canonical_text() returns the text that rebuilds an equal sampler through the registry, with

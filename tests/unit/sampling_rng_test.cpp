@@ -91,6 +91,9 @@ TEST(SamplingPortableExp, MatchesLibmClosely) {
     const double want = std::exp(x);
     EXPECT_NEAR(portable_exp(x) / want, 1.0, 1e-15) << "x=" << x;
   }
+  EXPECT_NEAR(portable_exp(709.78) / std::exp(709.78), 1.0, 1e-15);
+  EXPECT_NEAR(portable_exp(-740.0) / std::exp(-740.0), 1.0, 1e-2);  // subnormal: few bits left
+  EXPECT_EQ(portable_exp(-744.0), std::exp(-744.0));                // the smallest subnormals
   for (double x = -1; x <= 1; x += 1.0 / 1024) {
     EXPECT_NEAR(portable_exp(x) / std::exp(x), 1.0, 4e-16) << "x=" << x;
   }
