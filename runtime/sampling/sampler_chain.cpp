@@ -1,0 +1,143 @@
+#include "runtime/sampling/sampler_chain.h"
+
+#include <cmath>
+#include <utility>
+
+#include "runtime/sampling/builtin_samplers.h"
+#include "runtime/sampling/sampler_spec.h"
+
+namespace lmrt {
+
+Status SamplerChain::parse(std::string_view spec, const SamplerRegistry& registry, uint64_t seed,
+                           std::unique_ptr<SamplerChain>* out) {
+  std::vector<SamplerSpec> items;
+  LMRT_RETURN_IF_ERROR(parse_chain_spec(spec, &items));
+  std::vector<std::unique_ptr<Sampler>> samplers;
+  samplers.reserve(items.size() + 1);
+  for (const SamplerSpec& item : items) {
+    std::unique_ptr<Sampler> s;
+    LMRT_RETURN_IF_ERROR(registry.create(item, &s));
+    samplers.push_back(std::move(s));
+  }
+  return create(std::move(samplers), seed, out);
+}
+
+Status SamplerChain::create(std::vector<std::unique_ptr<Sampler>> samplers, uint64_t seed,
+                            std::unique_ptr<SamplerChain>* out) {
+  for (size_t i = 0; i < samplers.size(); ++i) {
+    if (samplers[i] == nullptr) return Error(Code::invalid_argument, "sampler chain: null sampler");
+    if (samplers[i]->always_selects() && i + 1 < samplers.size()) {
+      return Error(Code::invalid_argument, "sampler chain: '" + std::string(samplers[i + 1]->name()) +
+                                               "' comes after '" + std::string(samplers[i]->name()) +
+                                               "', which always selects the token, so it would never run");
+    }
+  }
+  if (samplers.empty() || !samplers.back()->always_selects()) {
+    std::unique_ptr<Sampler> dist;
+    LMRT_RETURN_IF_ERROR(make_dist_sampler(&dist));
+    samplers.push_back(std::move(dist));
+  }
+  std::unique_ptr<SamplerChain> chain(new SamplerChain());
+  chain->samplers_ = std::move(samplers);
+  chain->seed_ = seed;
+  chain->rng_.reseed(seed);
+  for (const auto& s : chain->samplers_) {
+    if (!chain->canonical_.empty()) chain->canonical_ += ' ';
+    chain->canonical_ += s->canonical_text();
+  }
+  *out = std::move(chain);
+  return Status::Ok();
+}
+
+Status SamplerChain::reserve(int32_t n_vocab) {
+  if (n_vocab <= 0) return Error(Code::invalid_argument, "sampler chain: n_vocab must be positive");
+  for (const auto& s : samplers_) LMRT_RETURN_IF_ERROR(s->reserve(n_vocab));
+  if (buffer_.size() < static_cast<size_t>(n_vocab)) buffer_.resize(static_cast<size_t>(n_vocab));
+  if (n_vocab > n_vocab_) n_vocab_ = n_vocab;
+  return Status::Ok();
+}
+
+Status SamplerChain::sample(const float* logits, int32_t n_vocab, int32_t* token) {
+  if (logits == nullptr || token == nullptr) return Error(Code::invalid_argument, "sample: null logits or token");
+  if (n_vocab <= 0) return Error(Code::invalid_argument, "sample: n_vocab must be positive");
+  if (n_vocab > n_vocab_) LMRT_RETURN_IF_ERROR(reserve(n_vocab));
+  Candidate* data = buffer_.data();
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    const float l = logits[i];
+    if (std::isnan(l) || l == INFINITY) {
+      return Error(Code::invalid_argument,
+                   "sample: logit of token " + std::to_string(i) + " is " + (std::isnan(l) ? "NaN" : "+inf"));
+    }
+    data[i] = Candidate{i, l, 0.0f};
+  }
+  CandidateArray c{data, static_cast<size_t>(n_vocab), false, -1};
+  for (const auto& s : samplers_) {
+    const size_t before = c.size;
+    LMRT_RETURN_IF_ERROR(s->apply(c, rng_));
+    // Checks that protect the chain from a misbehaving (plugin) sampler.
+    if (c.data != data || c.size == 0 || c.size > before) {
+      return Error(Code::internal, "sampler '" + std::string(s->name()) + "' left an invalid candidate array");
+    }
+    if (c.selected >= 0) {
+      if (static_cast<size_t>(c.selected) >= c.size) {
+        return Error(Code::internal, "sampler '" + std::string(s->name()) + "' selected an index out of range");
+      }
+      break;
+    }
+  }
+  last_ = c;
+  if (c.selected < 0) return Error(Code::internal, "sampler chain ended without selecting a token");
+  *token = c.data[c.selected].id;
+  return Status::Ok();
+}
+
+Status SamplerChain::accept(int32_t token) {
+  if (token < 0 || (n_vocab_ > 0 && token >= n_vocab_)) {
+    return Error(Code::invalid_argument, "accept: token " + std::to_string(token) + " is outside the vocabulary");
+  }
+  for (const auto& s : samplers_) LMRT_RETURN_IF_ERROR(s->accept(token));
+  return Status::Ok();
+}
+
+void SamplerChain::reset() {
+  for (const auto& s : samplers_) s->reset();
+  rng_.reseed(seed_);
+}
+
+void SamplerChain::set_seed(uint64_t seed) {
+  seed_ = seed;
+  rng_.reseed(seed);
+}
+
+Status SamplerChain::clone(std::unique_ptr<SamplerChain>* out) const {
+  std::unique_ptr<SamplerChain> copy(new SamplerChain());
+  copy->samplers_.reserve(samplers_.size());
+  for (const auto& s : samplers_) {
+    std::unique_ptr<Sampler> c;
+    LMRT_RETURN_IF_ERROR(s->clone(&c));
+    if (c == nullptr) return Error(Code::internal, "sampler '" + std::string(s->name()) + "' failed to clone");
+    copy->samplers_.push_back(std::move(c));
+  }
+  copy->rng_ = rng_;
+  copy->seed_ = seed_;
+  copy->canonical_ = canonical_;
+  if (n_vocab_ > 0) LMRT_RETURN_IF_ERROR(copy->reserve(n_vocab_));
+  *out = std::move(copy);
+  return Status::Ok();
+}
+
+bool SamplerChain::deterministic() const {
+  for (const auto& s : samplers_) {
+    if (!s->deterministic()) return false;
+  }
+  return true;
+}
+
+bool SamplerChain::uses_rng() const {
+  for (const auto& s : samplers_) {
+    if (s->uses_rng()) return true;
+  }
+  return false;
+}
+
+}  // namespace lmrt
