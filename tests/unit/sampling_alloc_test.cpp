@@ -1,8 +1,5 @@
-// After warm-up, sampling a token, accepting it and computing its logprobs allocate nothing.
-// Counted with a replacement of the global operator new/delete that forwards to malloc/free (as the
-// default does) and counts only while a counter is armed on the current thread, so other tests see
-// the default behaviour. Note for integration: a program may replace operator new only once, so a
-// second allocation-counting test file must share this one rather than define its own.
+// After warm-up, sampling a token, accepting it and computing its logprobs allocate nothing
+// (counted with tests/alloc_counter.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,44 +10,12 @@
 #include "runtime/sampling/builtin_samplers.h"
 #include "runtime/sampling/logprobs.h"
 #include "runtime/sampling/sampler_chain.h"
-
-namespace {
-thread_local bool g_counting = false;
-thread_local long g_allocations = 0;
-
-void* counted_alloc(std::size_t size) {
-  if (g_counting) ++g_allocations;
-  return std::malloc(size == 0 ? 1 : size);
-}
-}  // namespace
-
-void* operator new(std::size_t size) {
-  void* p = counted_alloc(size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted_alloc(size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_alloc(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#include "alloc_counter.h"
 
 namespace lmrt {
 namespace {
 
-class AllocationCounter {
- public:
-  AllocationCounter() {
-    g_allocations = 0;
-    g_counting = true;
-  }
-  ~AllocationCounter() { g_counting = false; }
-  long count() const { return g_allocations; }
-};
+using test::AllocationCounter;
 
 TEST(SamplingAllocations, CounterSeesAllocations) {
   AllocationCounter counter;
