@@ -49,11 +49,22 @@ static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kCurrentVersion);
 
 Status inspect(sqlite3* db, Verdict* verdict, int64_t* version, int* sqlite_rc) {
   *sqlite_rc = SQLITE_OK;
-  int64_t app_id = 0, n_tables = 0;
-  LMRT_RETURN_IF_ERROR(sqlite::query_int(db, "PRAGMA application_id", &app_id, sqlite_rc));
-  LMRT_RETURN_IF_ERROR(sqlite::query_int(db, "PRAGMA user_version", version, sqlite_rc));
-  LMRT_RETURN_IF_ERROR(
-      sqlite::query_int(db, "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'", &n_tables, sqlite_rc));
+  // One statement, so the three values come from one snapshot even while another process is
+  // creating the schema.
+  sqlite::Stmt stmt;
+  LMRT_RETURN_IF_ERROR(sqlite::prepare(db,
+                                       "SELECT (SELECT application_id FROM pragma_application_id()), "
+                                       "(SELECT user_version FROM pragma_user_version()), "
+                                       "(SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%')",
+                                       &stmt, sqlite_rc));
+  const int rc = sqlite3_step(stmt.get());
+  if (rc != SQLITE_ROW) {
+    *sqlite_rc = rc;
+    return sqlite::error(db, rc, "reading the cache schema version");
+  }
+  const int64_t app_id = sqlite3_column_int64(stmt.get(), 0);
+  *version = sqlite3_column_int64(stmt.get(), 1);
+  const int64_t n_tables = sqlite3_column_int64(stmt.get(), 2);
   if (app_id != 0 && app_id != kApplicationId) {
     *verdict = Verdict::foreign;
   } else if (app_id == 0) {

@@ -14,7 +14,8 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr int kMaxOpenAttempts = 4;  // a damaged file set aside, then another process's replacement...
+// Each retry follows a change of the file by another process (set aside, replaced); a few suffice.
+constexpr int kMaxOpenAttempts = 8;
 
 std::string parent_folder(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -200,6 +201,7 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
   std::unique_ptr<ResponseCache> cache(new (std::nothrow) ResponseCache(path, params));
   if (cache == nullptr) return Error(Code::out_of_memory, "allocating the response cache");
 
+  Status last;
   for (int attempt = 0; attempt < kMaxOpenAttempts; ++attempt) {
     // Without write access to the file and its folder (for -wal and -shm) only reading can work.
     const FileIdentity examined = identify_file(path);
@@ -232,9 +234,13 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
       *out = std::move(cache);
       return Status::Ok();
     }
-    if (problem != Problem::damaged) return s;
+    last = s;
     cache->st_ = Statements{};
     cache->db_.reset();
+    // Another process set the file aside or replaced it while we looked: whatever we saw (even
+    // "read-only", which SQLite reports for a file moved under it) was about the old file.
+    if (!(identify_file(path) == examined)) continue;
+    if (problem != Problem::damaged) return s;
     if (read_only || cache->read_only_) {
       return Error(Code::cache, s.message() + "; the cache is read-only so the file cannot be set aside");
     }
@@ -247,7 +253,8 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
                   ", starting an empty cache");
     }
   }
-  return Error(Code::cache, "cache file " + path + " kept changing while it was being opened");
+  return Error(Code::cache,
+               "cache file " + path + " kept changing while it was being opened; last error: " + last.message());
 }
 
 Status ResponseCache::step_done(sqlite3_stmt* stmt, const char* what) {

@@ -3,7 +3,8 @@
 //
 // Thread safety: one ResponseCache may be used by several threads at once (calls are serialised by
 // a mutex). Several processes (or several ResponseCache objects) may open the same file: WAL,
-// busy_timeout and BEGIN IMMEDIATE writes with a bounded retry keep every committed entry.
+// busy_timeout and BEGIN IMMEDIATE writes with a bounded retry keep every committed entry. A
+// forked child must open its own ResponseCache (a SQLite connection must not cross fork()).
 //
 // Failure policy: the cache never makes a generation fail. open() sets a damaged file aside
 // (renamed, kept) and starts a fresh one with a warning; when it cannot open any cache it returns
@@ -61,8 +62,9 @@ class ResponseCache {
   ResponseCache(const ResponseCache&) = delete;
   ResponseCache& operator=(const ResponseCache&) = delete;
 
-  // *hit is false on a miss, an expired entry or an unreadable entry (which is removed). A hit
-  // marks the entry most recently used.
+  // *hit is false on a miss, an expired entry or an unreadable entry (which is removed, with a
+  // warning). A hit marks the entry most recently used; when that mark cannot be written (another
+  // process holds the write lock beyond the timeout) the hit is still returned, with a warning.
   Status lookup(const CacheKey& key, CachedResponse* out, bool* hit);
   // Stores (or replaces) one entry in one transaction, removes expired entries and evicts least
   // recently used ones beyond the caps. Skipped silently in read-only mode and for an entry larger

@@ -807,6 +807,49 @@ TEST(CacheStore, FourProcessesWritingOneFileLoseNothing) {
   }
 }
 
+TEST(CacheStore, ProcessesOpeningOneDamagedFileAtOnceSetItAsideOnce) {
+  TempDir dir;
+  const std::string path = dir.file("cache.db");
+  write_bytes(path, std::string(50000, '\x5a'));
+  constexpr int kProcesses = 4, kRequests = 10;
+  int start[2];
+  ASSERT_EQ(::pipe(start), 0);
+  std::vector<pid_t> children;
+  for (int proc = 0; proc < kProcesses; ++proc) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(start[1]);
+      char c;
+      (void)!::read(start[0], &c, 1);
+      std::unique_ptr<ResponseCache> cache;
+      ResponseCacheParams p;
+      p.busy_timeout_ms = 20000;
+      Status s = ResponseCache::open(path, p, &cache);
+      if (!s.ok()) {
+        std::fprintf(stderr, "child %d: %s\n", proc, s.message().c_str());
+        ::_exit(10);
+      }
+      for (int i = 0; i < kRequests; ++i) {
+        if (!cache->store(key_n(proc * 1000 + i), response_n(proc * 1000 + i)).ok()) ::_exit(20);
+      }
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  ::close(start[0]);
+  ::close(start[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child exit status " << status;
+  }
+  const std::vector<std::string> aside = set_aside_files(dir);
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(read_bytes(dir.file(aside[0])), std::string(50000, '\x5a'));
+  EXPECT_EQ(raw_sql(path, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw_sql(path, "SELECT count(*) FROM entries"), std::to_string(kProcesses * kRequests));
+}
+
 TEST(CacheStore, OpenArgumentsAreChecked) {
   std::unique_ptr<ResponseCache> cache;
   EXPECT_EQ(ResponseCache::open("", {}, &cache).code(), Code::invalid_argument);
