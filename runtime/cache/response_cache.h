@@ -52,7 +52,8 @@ struct ResponseCacheStats {
 
 class ResponseCache {
  public:
-  // Opens or creates the cache at `path`. Read-only file or folder: read-only mode with a warning.
+  // Opens or creates the cache at `path`. Read-only file or folder: read-only mode with a warning
+  // (a WAL file in a folder nobody may write is read as immutable: it sees no later changes).
   // Damaged file: set aside as "<path>.damaged-<timestamp>", fresh cache, warning.
   // Errors (Code::cache, Code::unsupported, Code::io): no usable cache (locked by another process
   // beyond the timeout, another application's database, a newer lmrt's schema, cannot create).
