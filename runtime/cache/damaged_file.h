@@ -1,0 +1,31 @@
+// Setting a damaged cache file aside: it is renamed (kept for inspection), never deleted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "runtime/util/status.h"
+
+namespace lmrt {
+
+// The identity of a file on disk, to tell whether another process replaced it meanwhile.
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  bool exists = false;
+
+  bool operator==(const FileIdentity&) const = default;
+};
+
+FileIdentity identify_file(const std::string& path);
+
+// Renames `path` to "<path>.damaged-YYYYMMDD-HHMMSS" (with "-N" appended when that name is taken)
+// and its "-wal" and "-journal" companions alongside it; removes its "-shm" (derived state).
+// Holds an exclusive flock on the folder while doing so, and does nothing when the file there is
+// no longer `examined` (another process has already set it aside and made a new one):
+// *replaced_meanwhile is then true. Errors: io when the folder cannot be locked or a rename fails.
+Status set_aside_damaged_file(const std::string& path, const FileIdentity& examined, std::string* moved_to,
+                              bool* replaced_meanwhile);
+
+}  // namespace lmrt
