@@ -37,7 +37,8 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-// A weight matrix of `rows` rows in `type`, `row_bytes` apart (row_bytes may exceed the packed size),
+// A weight matrix of `rows` rows in `type`, `row_bytes` apart (row_bytes may exceed the packed size by
+// `pad`, a multiple of 4 so float rows stay aligned),
 // and its dequantized values for computing magnitudes.
 struct Matrix {
   std::vector<uint8_t> bytes;
@@ -155,7 +156,7 @@ void check_matmul(const Kernels& k, TensorType type, const MatmulShape& s, uint3
   SCOPED_TRACE(std::string(tensor_type_traits(type).name) + " n=" + std::to_string(s.n) + " n_tok=" +
                std::to_string(s.n_tok) + " rows=[" + std::to_string(s.r0) + "," + std::to_string(s.r1) + ")");
   const size_t rows = s.r1 + 3, ldy = rows + 5;
-  const Matrix w = random_matrix(type, rows, s.n, 6, seed);
+  const Matrix w = random_matrix(type, rows, s.n, 8, seed);
   const Activations x = random_activations(type, s.n_tok, s.n, seed * 7 + 1);
   const float sentinel = -12345.0f;
   std::vector<float> y_ref(s.n_tok * ldy, sentinel), y(s.n_tok * ldy, sentinel);
@@ -193,6 +194,7 @@ TEST_P(SimdKernels, QuantizedMatmulsMatchReference) {
   for (TensorType type : {TensorType::q4_0, TensorType::q8_0}) {
     for (size_t n : {32u, 64u, 96u, 2048u, 5632u}) {
       for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 16u, 33u}) {
+        if (n > 1000 && (n_tok == 2 || n_tok == 7 || n_tok == 8 || n_tok == 16)) continue;  // keeps the suite fast
         check_matmul(k(), type, {n, n_tok, 3, n < 1000 ? 37u : 14u}, seed++);
         if (HasFatalFailure()) return;
       }
@@ -209,6 +211,7 @@ TEST_P(SimdKernels, FloatMatmulsMatchReference) {
   for (TensorType type : {TensorType::f32, TensorType::f16, TensorType::bf16}) {
     for (size_t n : {1u, 7u, 33u, 172u, 32u, 64u, 96u, 2048u, 5632u}) {
       for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 16u, 33u}) {
+        if (n > 1000 && (n_tok == 2 || n_tok == 7 || n_tok == 8 || n_tok == 16)) continue;  // keeps the suite fast
         check_matmul(k(), type, {n, n_tok, 3, n < 1000 ? 37u : 14u}, seed++);
         if (HasFatalFailure()) return;
       }
