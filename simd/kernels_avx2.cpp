@@ -1,8 +1,430 @@
-// avx2 kernel table: not written yet; dispatch falls back to the scalar reference.
+// AVX2 + FMA + F16C kernel table (no VNNI: plain maddubs/madd, so it runs on every AVX2 CPU).
+//
+// Quantized matmuls work one GGUF block per 256-bit register: the weight register holds the block's
+// first 16 elements in its low lane and its last 16 in its high lane (for Q4_0 its low and high
+// nibbles), which is exactly the order of a Q8_0 activation block, so activations load with one plain
+// load. maddubs multiplies unsigned by signed bytes: Q4_0 nibbles (q + 8) are used unsigned and the
+// offset is removed by adding -8 * sum(x), computed once per token and block and shared by the rows of a
+// tile; Q8_0 uses |w| times x with w's sign, which is exact because both sides are within [-127, 127]
+// (as Q8_0 producers write them). Integer sums are exact; only the float accumulation order differs from
+// the scalar reference.
+//
+// Everything except the getter has internal linkage so no inline code built for AVX2 can be picked by
+// the linker for another translation unit.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
 #include "simd/kernels.h"
+#include "simd/matmul_tiling.h"
 
 namespace lmrt::simd {
+namespace {
 
-const Kernels* avx2_kernels() { return nullptr; }
+using tiling::MatmulArgs;
+
+constexpr size_t kBlock = 32;
+constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);  // 18
+constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);  // 34
+constexpr size_t kLine = 64;
+constexpr size_t kF32Lanes = 8;
+
+template <size_t kBytes>
+void prefetch_span(const uint8_t* p) {
+  for (size_t o = 0; o <= kBytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The fp16 scale at p, in all 8 lanes.
+__m256 broadcast_scale(const uint8_t* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, sizeof h);
+  return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
+}
+
+// One activation block for one token: its 32 bytes, its scale and -8 * (its sums, 8 lanes).
+struct ActBlock {
+  __m256i q;
+  __m256 d;
+  __m256i minus8_sum;
+};
+
+template <bool kNeedSum>
+ActBlock load_act(const uint8_t* p) {
+  ActBlock a;
+  a.q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+  a.d = broadcast_scale(p);
+  if constexpr (kNeedSum) {
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a.q), _mm256_set1_epi16(1));
+    a.minus8_sum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s, 3));
+  }
+  return a;
+}
+
+// Q4_0 weights: low nibbles in the low lane, high nibbles in the high lane, as unsigned q + 8.
+struct Q4_0Weights {
+  static constexpr size_t kBlockBytes = kQ4Bytes;
+  static constexpr bool kNeedSum = true;
+  struct Block {
+    __m256i q;
+    __m256 d;
+  };
+  static Block load(const uint8_t* p) {
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));
+    const __m256i q = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+    return {q, broadcast_scale(p)};
+  }
+  // 8 int32 lanes summing to the block's integer dot product.
+  static __m256i dot(const Block& w, const ActBlock& x) {
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, x.q), _mm256_set1_epi16(1));
+    return _mm256_add_epi32(s, x.minus8_sum);
+  }
+};
+
+// Q8_0 weights: |w| and w (for its sign).
+struct Q8_0Weights {
+  static constexpr size_t kBlockBytes = kQ8Bytes;
+  static constexpr bool kNeedSum = false;
+  struct Block {
+    __m256i q;
+    __m256i abs_q;
+    __m256 d;
+  };
+  static Block load(const uint8_t* p) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+    return {q, _mm256_abs_epi8(q), broadcast_scale(p)};
+  }
+  static __m256i dot(const Block& w, const ActBlock& x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs_q, _mm256_sign_epi8(x.q, w.q)), _mm256_set1_epi16(1));
+  }
+};
+
+template <class W>
+struct QuantTiles {
+  static constexpr size_t kDecodeRows = 4;
+  static constexpr size_t kRows = 2;
+  static constexpr size_t kToks = 4;
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    const size_t nb = a.n / kBlock;
+    const uint8_t* w[R];
+    const uint8_t* x[T];
+    __m256 acc[R][T];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      w[i] = a.w + (r + i) * a.w_row_bytes;
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
+    // The next tile's rows, in address order, at the pace this tile reads its own (2 blocks a step).
+    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+    constexpr size_t kPfStep = R * 2 * W::kBlockBytes;
+    for (size_t b = 0; b < nb; ++b) {
+      if constexpr (kPrefetch) {
+        if ((b & 1) == 0) {
+          prefetch_span<kPfStep>(pf);
+          pf += kPfStep;
+        }
+      }
+      typename W::Block wb[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wb[i] = W::load(w[i] + b * W::kBlockBytes);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const ActBlock xb = load_act<W::kNeedSum>(x[j] + b * kQ8Bytes);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i)
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(W::dot(wb[i], xb)), _mm256_mul_ps(wb[i].d, xb.d), acc[i][j]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
+  }
+};
+
+// Mask for maskload/maskstore of the first n (< 8) floats.
+__m256i first_floats(size_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+struct F32Weights {
+  static constexpr size_t kElemBytes = 4;
+  static __m256 load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static __m256 load_part(const uint8_t* p, size_t n) {
+    return _mm256_maskload_ps(reinterpret_cast<const float*>(p), first_floats(n));
+  }
+};
+
+// The first n (< 8) 16-bit values at p, zero-padded.
+__m128i load_part_u16(const uint8_t* p, size_t n) {
+  uint16_t buf[8] = {};
+  __builtin_memcpy(buf, p, n * sizeof(uint16_t));
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf));
+}
+
+struct F16Weights {
+  static constexpr size_t kElemBytes = 2;
+  static __m256 load(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static __m256 load_part(const uint8_t* p, size_t n) { return _mm256_cvtph_ps(load_part_u16(p, n)); }
+};
+
+struct BF16Weights {
+  static constexpr size_t kElemBytes = 2;
+  static __m256 widen(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
+  static __m256 load(const uint8_t* p) { return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static __m256 load_part(const uint8_t* p, size_t n) { return widen(load_part_u16(p, n)); }
+};
+
+template <class W>
+struct FloatTiles {
+  static constexpr size_t kDecodeRows = 4;
+  static constexpr size_t kRows = 4;
+  static constexpr size_t kToks = 2;
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    const uint8_t* w[R];
+    const float* x[T];
+    __m256 acc[R][T];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      w[i] = a.w + (r + i) * a.w_row_bytes;
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
+    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+    constexpr size_t kPfStep = R * kF32Lanes * W::kElemBytes;
+    size_t k = 0;
+    for (; k + kF32Lanes <= a.n; k += kF32Lanes) {
+      if constexpr (kPrefetch) {
+        prefetch_span<kPfStep>(pf);
+        pf += kPfStep;
+      }
+      __m256 wv[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = W::load(w[i] + k * W::kElemBytes);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m256 xv = _mm256_loadu_ps(x[j] + k);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+    if (k < a.n) {
+      __m256 wv[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = W::load_part(w[i] + k * W::kElemBytes, a.n - k);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m256 xv = _mm256_maskload_ps(x[j] + k, first_floats(a.n - k));
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
+  }
+};
+
+template <class K>
+void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
+            size_t r1, float* y, size_t ldy) {
+  tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (size_t b = 0; b < n / kBlock; ++b) {
+    const float* xb = x + b * kBlock;
+    __m256 v[4];
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(xb + 8 * k);
+      m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
+    }
+    // Same operations as the scalar reference, so blocks are bit-identical.
+    const float amax = hmax(m);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    // cvtps rounds to nearest even under the default MXCSR, as nearbyint does.
+    for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], vid));
+    // packs interleave 128-bit lanes; the permute puts the 32 bytes back in element order.
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs),
+                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+}
+
+// e^x for float lanes, about 1 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
+// polynomial, times 2^n built in the exponent field. Results below the smallest normal float flush
+// to 0 and those above the largest float become +inf.
+__m256 exp_ps(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3365447504f), hi = _mm256_set1_ps(88.3762626647949f);
+  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ), over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  // n is in [-126, 127] after the clamp, so 2^n is a normal float.
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 res = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_blendv_ps(_mm256_andnot_ps(under, res), _mm256_set1_ps(__builtin_inff()), over);
+}
+
+// Loops over n floats in 8-lane steps, the last partial step through masked loads and stores.
+void rmsnorm(float* out, const float* x, const float* w, size_t n, float eps) {
+  __m256 ss = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    ss = _mm256_fmadd_ps(v, v, ss);
+  }
+  if (i < n) {
+    const __m256 v = _mm256_maskload_ps(x + i, first_floats(n - i));
+    ss = _mm256_fmadd_ps(v, v, ss);
+  }
+  const float mean = hsum(ss) / static_cast<float>(n) + eps;
+  const __m256 scale = _mm256_set1_ps(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean))));
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), scale), _mm256_loadu_ps(w + i)));
+  if (i < n) {
+    const __m256i m = first_floats(n - i);
+    _mm256_maskstore_ps(
+        out + i, m, _mm256_mul_ps(_mm256_mul_ps(_mm256_maskload_ps(x + i, m), scale), _mm256_maskload_ps(w + i, m)));
+  }
+}
+
+void softmax(float* x, size_t n) {
+  if (n == 0) return;
+  __m256 mx = _mm256_set1_ps(x[0]);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + i));
+  for (; i < n; ++i) mx = _mm256_max_ps(mx, _mm256_set1_ps(x[i]));
+  const __m256 vmax = _mm256_set1_ps(hmax(mx));
+  __m256 sum = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+    _mm256_storeu_ps(x + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (i < n) {
+    const __m256i m = first_floats(n - i);
+    const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(m), exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vmax)));
+    _mm256_maskstore_ps(x + i, m, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / hsum(sum));
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  if (i < n) {
+    const __m256i m = first_floats(n - i);
+    _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv));
+  }
+}
+
+__m256 silu_mul_ps(__m256 g, __m256 u) {
+  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+void silu_mul(float* gate, const float* up, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(gate + i, silu_mul_ps(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i < n) {
+    const __m256i m = first_floats(n - i);
+    _mm256_maskstore_ps(gate + i, m, silu_mul_ps(_mm256_maskload_ps(gate + i, m), _mm256_maskload_ps(up + i, m)));
+  }
+}
+
+void add(float* y, const float* x, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i m = first_floats(n - i);
+    _mm256_maskstore_ps(y + i, m, _mm256_add_ps(_mm256_maskload_ps(y + i, m), _mm256_maskload_ps(x + i, m)));
+  }
+}
+
+float dot_f32(const float* a, const float* b, size_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  if (i < n) {
+    const __m256i m = first_floats(n - i);
+    s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), s1);
+  }
+  return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+void axpy(float* y, float a, const float* x, size_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  if (i < n) {
+    const __m256i m = first_floats(n - i);
+    _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(va, _mm256_maskload_ps(x + i, m), _mm256_maskload_ps(y + i, m)));
+  }
+}
+
+const Kernels kAvx2 = {
+    Isa::avx2,
+    matmul<FloatTiles<F32Weights>>,
+    matmul<FloatTiles<F16Weights>>,
+    matmul<FloatTiles<BF16Weights>>,
+    matmul<QuantTiles<Q8_0Weights>>,
+    matmul<QuantTiles<Q4_0Weights>>,
+    quantize_q8_0,
+    rmsnorm,
+    softmax,
+    silu_mul,
+    add,
+    dot_f32,
+    axpy,
+};
+
+}  // namespace
+
+const Kernels* avx2_kernels() { return &kAvx2; }
 
 }  // namespace lmrt::simd

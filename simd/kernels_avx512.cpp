@@ -1,8 +1,437 @@
-// avx512 kernel table: not written yet; dispatch falls back to the scalar reference.
+// AVX-512 (F, BW, VL, DQ) + VNNI kernel table.
+//
+// Quantized matmuls keep the GGUF block layout and put one block in each 128-bit lane: a 512-bit step
+// covers 4 blocks, with the block's first 16 elements in one register and its last 16 in another (for
+// Q4_0 exactly its low and high nibbles). VNNI multiplies unsigned weights by signed activations, so
+// weights are used as unsigned bytes with an offset (Q4_0 nibbles hold q + 8; Q8_0 bytes are flipped to
+// q + 128) and the offset is removed by starting each accumulator at -offset * sum(x), which depends on
+// the token only and is shared by every row of a tile. Integer sums are exact; only the float
+// accumulation order differs from the scalar reference.
+//
+// Everything except the getter has internal linkage so no inline code built for AVX-512 can be picked
+// by the linker for another translation unit.
+// GCC 12 warns about the deliberately undefined registers inside its own AVX-512 intrinsics (GCC bug
+// 105593); the pragmas must precede the header to cover it.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
 #include "simd/kernels.h"
+#include "simd/matmul_tiling.h"
 
 namespace lmrt::simd {
+namespace {
 
-const Kernels* avx512_kernels() { return nullptr; }
+using tiling::MatmulArgs;
+
+constexpr size_t kBlock = 32;                   // elements per Q4_0 / Q8_0 block
+constexpr size_t kGroup = 4;                    // blocks per 512-bit step, one per 128-bit lane
+constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);  // 18
+constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);  // 34
+constexpr size_t kLine = 64;                    // cache line
+constexpr size_t kF32Lanes = 16;
+
+// Mask of the first n (<= 64) bytes.
+__mmask64 first_bytes(size_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; }
+
+// Prefetches [p, p + bytes) (whole lines) into L1.
+template <size_t kBytes>
+void prefetch_span(const uint8_t* p) {
+  for (size_t o = 0; o <= kBytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+// The 16 bytes at p + k * stride in 128-bit lane k, for k < count (all 4 when kFull); other lanes zero.
+template <bool kFull>
+__m512i load_lanes(const uint8_t* p, size_t stride, size_t count) {
+  auto load16 = [](const uint8_t* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
+  if constexpr (kFull) {
+    __m512i v = _mm512_castsi128_si512(load16(p));
+    v = _mm512_inserti32x4(v, load16(p + stride), 1);
+    v = _mm512_inserti32x4(v, load16(p + 2 * stride), 2);
+    return _mm512_inserti32x4(v, load16(p + 3 * stride), 3);
+  } else {
+    __m512i v = _mm512_setzero_si512();
+    if (count > 0) v = _mm512_inserti32x4(v, load16(p), 0);
+    if (count > 1) v = _mm512_inserti32x4(v, load16(p + stride), 1);
+    if (count > 2) v = _mm512_inserti32x4(v, load16(p + 2 * stride), 2);
+    return v;
+  }
+}
+
+// fp16 scales of `count` blocks starting at p, each broadcast over its block's 128-bit lane.
+// Q4_0 blocks are 18 bytes (9 words) apart, so 4 scales lie in the first 64 bytes.
+template <bool kFull>
+__m512 scales_q4_0(const uint8_t* p, size_t count) {
+  const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 27 << 16 | 27, 27 << 16 | 27, 18 << 16 | 18,
+                                       18 << 16 | 18, 9 << 16 | 9, 9 << 16 | 9, 0, 0);
+  const __m512i v = kFull ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(first_bytes(count * kQ4Bytes), p);
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, v)));
+}
+
+// The same for Q8_0 blocks, 34 bytes (17 words) apart: 4 scales span two 64-byte loads.
+template <bool kFull>
+__m512 scales_q8_0(const uint8_t* p, size_t count) {
+  const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 51 << 16 | 51, 51 << 16 | 51, 34 << 16 | 34,
+                                       34 << 16 | 34, 17 << 16 | 17, 17 << 16 | 17, 0, 0);
+  __m512i lo, hi;
+  if constexpr (kFull) {
+    lo = _mm512_loadu_si512(p);
+    hi = _mm512_loadu_si512(p + 64);
+  } else {
+    const size_t bytes = count * kQ8Bytes;
+    lo = _mm512_maskz_loadu_epi8(first_bytes(bytes), p);
+    hi = bytes > 64 ? _mm512_maskz_loadu_epi8(first_bytes(bytes - 64), p + 64) : _mm512_setzero_si512();
+  }
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(lo, idx, hi)));
+}
+
+// One 4-block step of a weight row or activation row: first and last 16 elements of each block as
+// unsigned bytes (weights) or signed bytes (activations), and the per-lane scale.
+struct QuantStep {
+  __m512i first;
+  __m512i last;
+  __m512 d;
+};
+
+// Q4_0 weights: nibbles as stored (q + 8).
+struct Q4_0Weights {
+  static constexpr size_t kBlockBytes = kQ4Bytes;
+  static constexpr int kOffsetLog2 = 3;
+  template <bool kFull>
+  static QuantStep load(const uint8_t* p, size_t count) {
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    const __m512i q = load_lanes<kFull>(p + 2, kQ4Bytes, count);
+    return {_mm512_and_si512(q, nib), _mm512_and_si512(_mm512_srli_epi16(q, 4), nib), scales_q4_0<kFull>(p, count)};
+  }
+};
+
+// Q8_0 weights: q + 128 as unsigned bytes (flipping the sign bit).
+struct Q8_0Weights {
+  static constexpr size_t kBlockBytes = kQ8Bytes;
+  static constexpr int kOffsetLog2 = 7;
+  template <bool kFull>
+  static QuantStep load(const uint8_t* p, size_t count) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    return {_mm512_xor_si512(load_lanes<kFull>(p + 2, kQ8Bytes, count), flip),
+            _mm512_xor_si512(load_lanes<kFull>(p + 2 + 16, kQ8Bytes, count), flip), scales_q8_0<kFull>(p, count)};
+  }
+};
+
+// Y tiles for weights W (Q4_0 or Q8_0) against Q8_0 activations.
+template <class W>
+struct QuantTiles {
+  static constexpr size_t kDecodeRows = 4;
+  static constexpr size_t kRows = 4;
+  static constexpr size_t kToks = 3;
+
+  template <int R, int T, bool kFull>
+  static void step(const uint8_t* const (&w)[R], const uint8_t* const (&x)[T], size_t b, size_t count,
+                   __m512 (&acc)[R][T]) {
+    QuantStep ws[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) ws[i] = W::template load<kFull>(w[i] + b * W::kBlockBytes, count);
+    const __m512i ones = _mm512_set1_epi8(1);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      const uint8_t* xp = x[j] + b * kQ8Bytes;
+      const __m512i x_first = load_lanes<kFull>(xp + 2, kQ8Bytes, count);
+      const __m512i x_last = load_lanes<kFull>(xp + 2 + 16, kQ8Bytes, count);
+      const __m512 xd = scales_q8_0<kFull>(xp, count);
+      // -offset * sum(x), lane by lane, so that sum((w + offset) * x) + init = sum(w * x).
+      __m512i xsum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, x_first);
+      xsum = _mm512_dpbusd_epi32(xsum, ones, x_last);
+      const __m512i init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(xsum, W::kOffsetLog2));
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        __m512i s = _mm512_dpbusd_epi32(init, ws[i].first, x_first);
+        s = _mm512_dpbusd_epi32(s, ws[i].last, x_last);
+        acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws[i].d, xd), acc[i][j]);
+      }
+    }
+  }
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    const size_t nb = a.n / kBlock;
+    const uint8_t* w[R];
+    const uint8_t* x[T];
+    __m512 acc[R][T];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      w[i] = a.w + (r + i) * a.w_row_bytes;
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
+    // The next tile's rows, in address order, at the pace this tile reads its own.
+    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+    constexpr size_t kPfStep = R * kGroup * W::kBlockBytes;
+    size_t b = 0;
+    for (; b + kGroup <= nb; b += kGroup) {
+      if constexpr (kPrefetch) {
+        prefetch_span<kPfStep>(pf);
+        pf += kPfStep;
+      }
+      step<R, T, true>(w, x, b, kGroup, acc);
+    }
+    if (b < nb) step<R, T, false>(w, x, b, nb - b, acc);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+  }
+};
+
+// Float weight rows: 16 elements at a time, widened to f32.
+struct F32Weights {
+  static constexpr size_t kElemBytes = 4;
+  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+  static __m512 load_part(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+};
+struct F16Weights {
+  static constexpr size_t kElemBytes = 2;
+  static __m512 load(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 load_part(const uint8_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+};
+struct BF16Weights {
+  static constexpr size_t kElemBytes = 2;
+  static __m512 widen(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)); }
+  static __m512 load(const uint8_t* p) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static __m512 load_part(const uint8_t* p, __mmask16 m) { return widen(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
+// Y tiles for float weights W against f32 activations.
+template <class W>
+struct FloatTiles {
+  static constexpr size_t kDecodeRows = 4;
+  static constexpr size_t kRows = 4;
+  static constexpr size_t kToks = 4;
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    const uint8_t* w[R];
+    const uint8_t* x[T];
+    __m512 acc[R][T];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      w[i] = a.w + (r + i) * a.w_row_bytes;
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
+    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+    constexpr size_t kPfStep = R * kF32Lanes * W::kElemBytes;
+    size_t k = 0;
+    for (; k + kF32Lanes <= a.n; k += kF32Lanes) {
+      if constexpr (kPrefetch) {
+        prefetch_span<kPfStep>(pf);
+        pf += kPfStep;
+      }
+      __m512 wv[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = W::load(w[i] + k * W::kElemBytes);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m512 xv = _mm512_loadu_ps(x[j] + k * sizeof(float));
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+    if (k < a.n) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (a.n - k)) - 1);
+      __m512 wv[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = W::load_part(w[i] + k * W::kElemBytes, m);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m512 xv = _mm512_maskz_loadu_ps(m, x[j] + k * sizeof(float));
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+  }
+};
+
+template <class K>
+void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
+            size_t r1, float* y, size_t ldy) {
+  tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
+// Mask of the first n (< 16) floats.
+__mmask16 first_floats(size_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (size_t b = 0; b < n / kBlock; ++b) {
+    const __m512 v0 = _mm512_loadu_ps(x + b * kBlock);
+    const __m512 v1 = _mm512_loadu_ps(x + b * kBlock + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
+    // Same operations as the scalar reference, so blocks are bit-identical.
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    const __m512 vid = _mm512_set1_ps(id);
+    // cvtps rounds to nearest even under the default MXCSR, as nearbyint does.
+    const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)));
+    const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), q0);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), q1);
+  }
+}
+
+// e^x for float lanes, about 1 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
+// polynomial, scaled by 2^n with scalef (which also produces the subnormal and infinite results).
+__m512 exp_ps(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // ln 2 = hi + lo with hi exact in 9 bits, so n * hi is exact.
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+void rmsnorm(float* out, const float* x, const float* w, size_t n, float eps) {
+  __m512 ss = _mm512_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    ss = _mm512_fmadd_ps(v, v, ss);
+  }
+  if (i < n) {
+    const __m512 v = _mm512_maskz_loadu_ps(first_floats(n - i), x + i);
+    ss = _mm512_fmadd_ps(v, v, ss);
+  }
+  const float mean = _mm512_reduce_add_ps(ss) / static_cast<float>(n) + eps;
+  const __m512 scale = _mm512_set1_ps(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean))));
+  for (i = 0; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), scale), _mm512_loadu_ps(w + i)));
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    _mm512_mask_storeu_ps(
+        out + i, m,
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale), _mm512_maskz_loadu_ps(m, w + i)));
+  }
+}
+
+void softmax(float* x, size_t n) {
+  if (n == 0) return;
+  __m512 mx = _mm512_set1_ps(x[0]);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + i));
+  if (i < n) mx = _mm512_mask_max_ps(mx, first_floats(n - i), mx, _mm512_maskz_loadu_ps(first_floats(n - i), x + i));
+  const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 sum = _mm512_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
+    _mm512_storeu_ps(x + i, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vmax)));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+  }
+}
+
+__m512 silu_mul_ps(__m512 g, __m512 u) {
+  const __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g));
+  return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
+}
+
+void silu_mul(float* gate, const float* up, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(gate + i, silu_mul_ps(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    _mm512_mask_storeu_ps(gate + i, m,
+                          silu_mul_ps(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+void add(float* y, const float* x, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+float dot_f32(const float* a, const float* b, size_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
+    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+  }
+  for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+void axpy(float* y, float a, const float* x, size_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    _mm512_mask_storeu_ps(y + i, m,
+                          _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+const Kernels kAvx512 = {
+    Isa::avx512,
+    matmul<FloatTiles<F32Weights>>,
+    matmul<FloatTiles<F16Weights>>,
+    matmul<FloatTiles<BF16Weights>>,
+    matmul<QuantTiles<Q8_0Weights>>,
+    matmul<QuantTiles<Q4_0Weights>>,
+    quantize_q8_0,
+    rmsnorm,
+    softmax,
+    silu_mul,
+    add,
+    dot_f32,
+    axpy,
+};
+
+}  // namespace
+
+const Kernels* avx512_kernels() { return &kAvx512; }
 
 }  // namespace lmrt::simd

@@ -1,0 +1,71 @@
+// The loop nest shared by the SIMD matmul kernels: it cuts [r0, r1) x [0, n_tok) into register tiles
+// and leaves the arithmetic of one tile to the ISA file.
+//
+// Everything here is a template over the ISA file's tile kernel, which lives in an anonymous namespace,
+// so every instantiation has internal linkage: code compiled for AVX-512 never merges with AVX2 or
+// scalar code at link time. Do not add non-template functions here for the same reason.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lmrt::simd::tiling {
+
+struct MatmulArgs {
+  const uint8_t* w;
+  size_t w_row_bytes;
+  const uint8_t* x;
+  size_t x_row_bytes;
+  size_t n;
+  float* y;
+  size_t ldy;
+};
+
+// Weight bytes kept hot (L2) while every token tile passes over them during prefill.
+inline constexpr size_t kRowChunkBytes = 256 * 1024;
+
+// Calls K::tile<R, T', Prefetch> with T' == tn (1 <= tn <= T), all sizes known at compile time.
+template <class K, int R, int T>
+void tile_with_tokens(const MatmulArgs& a, size_t r, size_t t, size_t tn, bool prefetch) {
+  if constexpr (T > 1) {
+    if (tn < static_cast<size_t>(T)) return tile_with_tokens<K, R, T - 1>(a, r, t, tn, prefetch);
+  }
+  if (prefetch)
+    K::template tile<R, T, true>(a, r, t);
+  else
+    K::template tile<R, T, false>(a, r, t);
+}
+
+// K provides kDecodeRows (rows per tile when n_tok == 1), kRows x kToks (the prefill tile) and
+// template <int R, int T, bool Prefetch> static void tile(const MatmulArgs&, size_t r, size_t t), which
+// writes Y for rows [r, r + R) and tokens [t, t + T) and, when Prefetch, prefetches rows [r + R, r + 2R)
+// at the pace it reads its own rows.
+template <class K>
+void run_tiled(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
+               size_t r1, float* y, size_t ldy) {
+  const MatmulArgs a{
+      static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
+  if (n_tok == 1) {
+    constexpr size_t R = K::kDecodeRows;
+    size_t r = r0;
+    for (; r + R <= r1; r += R) K::template tile<static_cast<int>(R), 1, true>(a, r, 0);
+    for (; r < r1; ++r) K::template tile<1, 1, false>(a, r, 0);
+    return;
+  }
+  constexpr size_t R = K::kRows, T = K::kToks;
+  size_t chunk = w_row_bytes > 0 ? kRowChunkBytes / w_row_bytes / R * R : R;
+  if (chunk < R) chunk = R;
+  for (size_t rc = r0; rc < r1; rc += chunk) {
+    const size_t re = r1 - rc < chunk ? r1 : rc + chunk;
+    for (size_t t = 0; t < n_tok; t += T) {
+      const size_t tn = n_tok - t < T ? n_tok - t : T;
+      // The first token tile streams the chunk's weights from memory; later ones find them in cache.
+      const bool prefetch = t == 0;
+      size_t r = rc;
+      for (; r + R <= re; r += R) tile_with_tokens<K, static_cast<int>(R), static_cast<int>(T)>(a, r, t, tn, prefetch);
+      for (; r < re; ++r) tile_with_tokens<K, 1, static_cast<int>(T)>(a, r, t, tn, false);
+    }
+  }
+}
+
+}  // namespace lmrt::simd::tiling

@@ -1,0 +1,372 @@
+// Every SIMD kernel table against the scalar reference, on every ISA this machine can run.
+//
+// Tolerances (the scalar reference sums in a different order, and SIMD code contracts a * b + c into
+// one fused multiply-add):
+// - matmuls and dot_f32: |y - y_ref| <= 1e-5 * sum_i |w_i x_i| (the magnitude of the summed terms; for
+//   Q4_0/Q8_0 the integer block sums are exact, so only the per-block float terms are reordered);
+// - rmsnorm, softmax, silu_mul: 1e-5 relative per element (plus 1e-37 absolute for results that
+//   underflow);
+// - axpy: 2 ulp of |y| + |a x|; add: exact;
+// - quantize_q8_0 and the F16/BF16 widening: bit-exact.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/util/fp16.h"
+#include "simd/kernels.h"
+
+namespace lmrt::simd {
+namespace {
+
+constexpr double kMatmulTol = 1e-5;
+constexpr double kElemTol = 1e-5;
+
+const Kernels& ref() { return *scalar_kernels(); }
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// A weight matrix of `rows` rows in `type`, `row_bytes` apart (row_bytes may exceed the packed size by
+// `pad`, a multiple of 4 so float rows stay aligned),
+// and its dequantized values for computing magnitudes.
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // rows x n
+  size_t row_bytes = 0;
+};
+
+size_t packed_row_bytes(TensorType type, size_t n) {
+  const TensorTypeTraits t = tensor_type_traits(type);
+  return n / t.block_size * t.block_bytes;
+}
+
+Matrix random_matrix(TensorType type, size_t rows, size_t n, size_t pad, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  Matrix m;
+  m.row_bytes = packed_row_bytes(type, n) + pad;
+  m.bytes.assign(rows * m.row_bytes, 0xA5);  // padding holds junk the kernels must not read as data
+  m.values.resize(rows * n);
+  for (size_t r = 0; r < rows; ++r) {
+    uint8_t* row = m.bytes.data() + r * m.row_bytes;
+    float* val = m.values.data() + r * n;
+    switch (type) {
+      case TensorType::f32:
+        for (size_t i = 0; i < n; ++i) {
+          val[i] = normal(rng);
+          std::memcpy(row + 4 * i, &val[i], 4);
+        }
+        break;
+      case TensorType::f16:
+        for (size_t i = 0; i < n; ++i) {
+          const uint16_t h = f32_to_fp16(normal(rng));
+          val[i] = fp16_to_f32(h);
+          std::memcpy(row + 2 * i, &h, 2);
+        }
+        break;
+      case TensorType::bf16:
+        for (size_t i = 0; i < n; ++i) {
+          const float f = normal(rng);
+          uint32_t bits;
+          std::memcpy(&bits, &f, 4);
+          const uint16_t b = static_cast<uint16_t>(bits >> 16);
+          val[i] = bf16_to_f32(b);
+          std::memcpy(row + 2 * i, &b, 2);
+        }
+        break;
+      case TensorType::q4_0:
+        for (size_t b = 0; b < n / 32; ++b) {
+          BlockQ4_0 blk;
+          blk.d = f32_to_fp16(scale(rng));
+          for (uint8_t& q : blk.qs) q = static_cast<uint8_t>(rng() & 0xFF);
+          for (int j = 0; j < 16; ++j) {
+            val[b * 32 + j] = static_cast<float>((blk.qs[j] & 0x0F) - 8) * fp16_to_f32(blk.d);
+            val[b * 32 + j + 16] = static_cast<float>((blk.qs[j] >> 4) - 8) * fp16_to_f32(blk.d);
+          }
+          std::memcpy(row + b * sizeof blk, &blk, sizeof blk);
+        }
+        break;
+      case TensorType::q8_0:
+        for (size_t b = 0; b < n / 32; ++b) {
+          BlockQ8_0 blk;
+          blk.d = f32_to_fp16(scale(rng));
+          for (int j = 0; j < 32; ++j) {
+            blk.qs[j] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);  // Q8_0 range [-127, 127]
+            val[b * 32 + j] = static_cast<float>(blk.qs[j]) * fp16_to_f32(blk.d);
+          }
+          std::memcpy(row + b * sizeof blk, &blk, sizeof blk);
+        }
+        break;
+    }
+  }
+  return m;
+}
+
+// Activation rows for `type`: floats, or floats quantized to Q8_0 by the reference, `row_bytes` apart.
+struct Activations {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // n_tok x n, as the kernel sees them
+  size_t row_bytes = 0;
+};
+
+Activations random_activations(TensorType type, size_t n_tok, size_t n, uint32_t seed) {
+  Activations a;
+  a.values.resize(n_tok * n);
+  if (!takes_q8_activations(type)) {
+    a.row_bytes = n * sizeof(float) + 16;
+    a.bytes.assign(n_tok * a.row_bytes, 0xA5);
+    for (size_t t = 0; t < n_tok; ++t) {
+      const std::vector<float> x = random_floats(n, seed + static_cast<uint32_t>(t), 2.0f);
+      std::memcpy(a.bytes.data() + t * a.row_bytes, x.data(), n * sizeof(float));
+      std::memcpy(a.values.data() + t * n, x.data(), n * sizeof(float));
+    }
+    return a;
+  }
+  a.row_bytes = n / 32 * sizeof(BlockQ8_0) + sizeof(BlockQ8_0);
+  a.bytes.assign(n_tok * a.row_bytes, 0xA5);
+  for (size_t t = 0; t < n_tok; ++t) {
+    const std::vector<float> x = random_floats(n, seed + static_cast<uint32_t>(t), 2.0f);
+    std::vector<BlockQ8_0> q(n / 32);
+    ref().quantize_q8_0(x.data(), q.data(), n);
+    std::memcpy(a.bytes.data() + t * a.row_bytes, q.data(), q.size() * sizeof(BlockQ8_0));
+    for (size_t i = 0; i < n; ++i) a.values[t * n + i] = q[i / 32].qs[i % 32] * fp16_to_f32(q[i / 32].d);
+  }
+  return a;
+}
+
+struct MatmulShape {
+  size_t n, n_tok, r0, r1;
+};
+
+// Runs the kernel of `isa` and the reference on the same inputs and checks every output of the block
+// [r0, r1) x [0, n_tok) within tolerance and every other element of Y untouched.
+void check_matmul(const Kernels& k, TensorType type, const MatmulShape& s, uint32_t seed) {
+  SCOPED_TRACE(std::string(tensor_type_traits(type).name) + " n=" + std::to_string(s.n) + " n_tok=" +
+               std::to_string(s.n_tok) + " rows=[" + std::to_string(s.r0) + "," + std::to_string(s.r1) + ")");
+  const size_t rows = s.r1 + 3, ldy = rows + 5;
+  const Matrix w = random_matrix(type, rows, s.n, 8, seed);
+  const Activations x = random_activations(type, s.n_tok, s.n, seed * 7 + 1);
+  const float sentinel = -12345.0f;
+  std::vector<float> y_ref(s.n_tok * ldy, sentinel), y(s.n_tok * ldy, sentinel);
+  matmul_for(ref(), type)(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, s.n, s.n_tok, s.r0, s.r1,
+                          y_ref.data(), ldy);
+  matmul_for(k, type)(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, s.n, s.n_tok, s.r0, s.r1, y.data(),
+                      ldy);
+  for (size_t t = 0; t < s.n_tok; ++t) {
+    for (size_t r = 0; r < ldy; ++r) {
+      const size_t at = t * ldy + r;
+      if (r < s.r0 || r >= s.r1) {
+        ASSERT_EQ(y[at], sentinel) << "wrote outside the row range at t=" << t << " r=" << r;
+        continue;
+      }
+      double mag = 0.0;
+      for (size_t i = 0; i < s.n; ++i)
+        mag += std::fabs(static_cast<double>(w.values[r * s.n + i]) * x.values[t * s.n + i]);
+      ASSERT_NEAR(y[at], y_ref[at], kMatmulTol * mag + 1e-30) << "t=" << t << " r=" << r;
+    }
+  }
+}
+
+class SimdKernels : public testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available on this CPU";
+  }
+  const Kernels& k() const { return kernels_for(GetParam()); }
+};
+
+TEST_P(SimdKernels, TableIsTheRequestedIsa) { EXPECT_EQ(k().isa, GetParam()); }
+
+TEST_P(SimdKernels, QuantizedMatmulsMatchReference) {
+  uint32_t seed = 1;
+  for (TensorType type : {TensorType::q4_0, TensorType::q8_0}) {
+    for (size_t n : {32u, 64u, 96u, 2048u, 5632u}) {
+      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 16u, 33u}) {
+        if (n > 1000 && (n_tok == 2 || n_tok == 7 || n_tok == 8 || n_tok == 16)) continue;  // keeps the suite fast
+        check_matmul(k(), type, {n, n_tok, 3, n < 1000 ? 37u : 14u}, seed++);
+        if (HasFatalFailure()) return;
+      }
+    }
+    // Rows starting at 0, a single row, and an empty range.
+    check_matmul(k(), type, {128, 5, 0, 9}, seed++);
+    check_matmul(k(), type, {128, 1, 5, 6}, seed++);
+    check_matmul(k(), type, {128, 3, 4, 4}, seed++);
+  }
+}
+
+TEST_P(SimdKernels, FloatMatmulsMatchReference) {
+  uint32_t seed = 100;
+  for (TensorType type : {TensorType::f32, TensorType::f16, TensorType::bf16}) {
+    for (size_t n : {1u, 7u, 33u, 172u, 32u, 64u, 96u, 2048u, 5632u}) {
+      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 16u, 33u}) {
+        if (n > 1000 && (n_tok == 2 || n_tok == 7 || n_tok == 8 || n_tok == 16)) continue;  // keeps the suite fast
+        check_matmul(k(), type, {n, n_tok, 3, n < 1000 ? 37u : 14u}, seed++);
+        if (HasFatalFailure()) return;
+      }
+    }
+    check_matmul(k(), type, {48, 5, 0, 9}, seed++);
+    check_matmul(k(), type, {48, 3, 4, 4}, seed++);
+  }
+}
+
+// Many rows, so the prefill path cuts the rows into several cache-sized chunks.
+TEST_P(SimdKernels, MatmulsAcrossRowChunks) {
+  check_matmul(k(), TensorType::q4_0, {2048, 9, 1, 250}, 7);
+  check_matmul(k(), TensorType::f32, {2048, 6, 2, 70}, 8);
+}
+
+// Y = W^T through X = identity: every finite F16 / BF16 value must widen exactly as fp16.h does.
+void check_widening(const Kernels& k, TensorType type) {
+  constexpr size_t n = 64, rows = 65536 / n;
+  std::vector<uint16_t> w(rows * n);
+  std::vector<bool> finite(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    const float f =
+        type == TensorType::f16 ? fp16_to_f32(static_cast<uint16_t>(i)) : bf16_to_f32(static_cast<uint16_t>(i));
+    finite[i] = std::isfinite(f);
+    w[i] = finite[i] ? static_cast<uint16_t>(i) : 0;
+  }
+  std::vector<float> x(n * n, 0.0f), y(n * rows, 0.0f);
+  for (size_t t = 0; t < n; ++t) x[t * n + t] = 1.0f;
+  matmul_for(k, type)(w.data(), n * 2, x.data(), n * sizeof(float), n, n, 0, rows, y.data(), rows);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t t = 0; t < n; ++t) {
+      const size_t i = r * n + t;
+      if (!finite[i]) continue;
+      const float want = type == TensorType::f16 ? fp16_to_f32(w[i]) : bf16_to_f32(w[i]);
+      ASSERT_EQ(y[t * rows + r], want) << tensor_type_traits(type).name << " bits 0x" << std::hex << i;
+    }
+  }
+}
+
+TEST_P(SimdKernels, F16AndBf16WidenExactlyAsFp16Header) {
+  check_widening(k(), TensorType::f16);
+  check_widening(k(), TensorType::bf16);
+}
+
+TEST_P(SimdKernels, QuantizeQ8_0IsBitIdentical) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> exponent(-8.0f, 8.0f);
+  for (size_t n : {32u, 64u, 96u, 2048u, 5632u}) {
+    std::vector<float> x = random_floats(n, static_cast<uint32_t>(n));
+    for (size_t b = 0; b < n / 32; ++b) {
+      const float scale = std::pow(10.0f, exponent(rng));  // block magnitudes from 1e-8 to 1e8
+      for (size_t j = 0; j < 32; ++j) x[b * 32 + j] *= scale;
+    }
+    for (size_t j = 0; j < 32; ++j) x[j] = 0.0f;  // an all-zero block (scale 0)
+    if (n >= 64) {
+      // Exact halves after scaling (amax 127 gives scale 1): rounding ties must go to even.
+      for (size_t j = 0; j < 32; ++j) x[32 + j] = static_cast<float>(j) - 15.5f;
+      x[63] = 127.0f;
+    }
+    std::vector<BlockQ8_0> want(n / 32), got(n / 32);
+    ref().quantize_q8_0(x.data(), want.data(), n);
+    k().quantize_q8_0(x.data(), got.data(), n);
+    for (size_t b = 0; b < n / 32; ++b) {
+      ASSERT_EQ(got[b].d, want[b].d) << "n=" << n << " block " << b;
+      ASSERT_EQ(std::memcmp(got[b].qs, want[b].qs, 32), 0) << "n=" << n << " block " << b;
+    }
+  }
+}
+
+const size_t kLengths[] = {1, 7, 33, 172, 32, 64, 96, 2048, 5632};
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what, size_t n) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], kElemTol * std::fabs(want[i]) + 1e-37) << what << " n=" << n << " i=" << i;
+}
+
+TEST_P(SimdKernels, RmsnormMatchesReference) {
+  for (size_t n : kLengths) {
+    const std::vector<float> x = random_floats(n, 11 + static_cast<uint32_t>(n), 3.0f);
+    const std::vector<float> w = random_floats(n, 12 + static_cast<uint32_t>(n));
+    std::vector<float> want(n), got(n), in_place = x;
+    ref().rmsnorm(want.data(), x.data(), w.data(), n, 1e-5f);
+    k().rmsnorm(got.data(), x.data(), w.data(), n, 1e-5f);
+    expect_close(got, want, "rmsnorm", n);
+    k().rmsnorm(in_place.data(), in_place.data(), w.data(), n, 1e-5f);
+    expect_close(in_place, want, "rmsnorm in place", n);
+  }
+}
+
+TEST_P(SimdKernels, SoftmaxMatchesReference) {
+  for (float spread : {1.0f, 8.0f, 60.0f}) {  // the widest makes many terms underflow
+    for (size_t n : kLengths) {
+      std::vector<float> want = random_floats(n, 21 + static_cast<uint32_t>(n), spread), got = want;
+      ref().softmax(want.data(), n);
+      k().softmax(got.data(), n);
+      expect_close(got, want, "softmax", n);
+    }
+  }
+}
+
+TEST_P(SimdKernels, SiluMulMatchesReference) {
+  for (size_t n : kLengths) {
+    std::vector<float> gate = random_floats(n, 31 + static_cast<uint32_t>(n), 4.0f);
+    const std::vector<float> up = random_floats(n, 32 + static_cast<uint32_t>(n));
+    if (n >= 4) {  // saturated sigmoid at both ends
+      gate[0] = -120.0f;
+      gate[1] = 120.0f;
+      gate[2] = -87.0f;
+      gate[3] = 0.0f;
+    }
+    std::vector<float> want = gate, got = gate;
+    ref().silu_mul(want.data(), up.data(), n);
+    k().silu_mul(got.data(), up.data(), n);
+    expect_close(got, want, "silu_mul", n);
+  }
+}
+
+TEST_P(SimdKernels, AddIsExact) {
+  for (size_t n : kLengths) {
+    const std::vector<float> x = random_floats(n, 41 + static_cast<uint32_t>(n));
+    std::vector<float> want = random_floats(n, 42 + static_cast<uint32_t>(n)), got = want;
+    ref().add(want.data(), x.data(), n);
+    k().add(got.data(), x.data(), n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST_P(SimdKernels, AxpyMatchesReference) {
+  for (size_t n : kLengths) {
+    const std::vector<float> x = random_floats(n, 51 + static_cast<uint32_t>(n));
+    const std::vector<float> y = random_floats(n, 52 + static_cast<uint32_t>(n));
+    std::vector<float> want = y, got = y;
+    ref().axpy(want.data(), 0.37f, x.data(), n);
+    k().axpy(got.data(), 0.37f, x.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double mag = std::fabs(y[i]) + std::fabs(0.37 * x[i]);
+      ASSERT_NEAR(got[i], want[i], 2.0 * FLT_EPSILON * mag) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST_P(SimdKernels, DotMatchesReference) {
+  for (size_t n : kLengths) {
+    const std::vector<float> a = random_floats(n, 61 + static_cast<uint32_t>(n));
+    const std::vector<float> b = random_floats(n, 62 + static_cast<uint32_t>(n));
+    double mag = 0.0;
+    for (size_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(a[i]) * b[i]);
+    ASSERT_NEAR(k().dot_f32(a.data(), b.data(), n), ref().dot_f32(a.data(), b.data(), n), kMatmulTol * mag)
+        << "n=" << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, SimdKernels, testing::Values(Isa::avx2, Isa::avx512, Isa::neon),
+                         [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+
+}  // namespace
+}  // namespace lmrt::simd
