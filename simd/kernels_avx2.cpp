@@ -95,24 +95,6 @@ struct Q4_0Weights {
   }
 };
 
-// Q8_0 weights: |w| and w (for its sign).
-struct Q8_0Weights {
-  static constexpr size_t kBlockBytes = kQ8Bytes;
-  static constexpr bool kNeedSum = false;
-  struct Block {
-    __m256i q;
-    __m256i abs_q;
-    __m256 d;
-  };
-  static Block load(const uint8_t* p) {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-    return {q, _mm256_abs_epi8(q), broadcast_scale(p)};
-  }
-  static __m256i dot(const Block& w, const ActBlock& x) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs_q, _mm256_sign_epi8(x.q, w.q)), _mm256_set1_epi16(1));
-  }
-};
-
 template <class W>
 struct QuantTiles {
   static constexpr size_t kDecodeRows = 4;
@@ -166,11 +148,12 @@ __m256i first_floats(size_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// Each loader gives 8 weights of a row starting at element k (load_part: the first n of them).
 struct F32Weights {
-  static constexpr size_t kElemBytes = 4;
-  static __m256 load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  static __m256 load_part(const uint8_t* p, size_t n) {
-    return _mm256_maskload_ps(reinterpret_cast<const float*>(p), first_floats(n));
+  static constexpr size_t kLaneBytes = 8 * 4;  // bytes of 8 weights
+  static __m256 load(const uint8_t* row, size_t k) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k); }
+  static __m256 load_part(const uint8_t* row, size_t k, size_t n) {
+    return _mm256_maskload_ps(reinterpret_cast<const float*>(row) + k, first_floats(n));
   }
 };
 
@@ -182,16 +165,38 @@ __m128i load_part_u16(const uint8_t* p, size_t n) {
 }
 
 struct F16Weights {
-  static constexpr size_t kElemBytes = 2;
-  static __m256 load(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static __m256 load_part(const uint8_t* p, size_t n) { return _mm256_cvtph_ps(load_part_u16(p, n)); }
+  static constexpr size_t kLaneBytes = 8 * 2;
+  static __m256 load(const uint8_t* row, size_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+  }
+  static __m256 load_part(const uint8_t* row, size_t k, size_t n) {
+    return _mm256_cvtph_ps(load_part_u16(row + 2 * k, n));
+  }
 };
 
 struct BF16Weights {
-  static constexpr size_t kElemBytes = 2;
+  static constexpr size_t kLaneBytes = 8 * 2;
   static __m256 widen(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
-  static __m256 load(const uint8_t* p) { return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static __m256 load_part(const uint8_t* p, size_t n) { return widen(load_part_u16(p, n)); }
+  static __m256 load(const uint8_t* row, size_t k) {
+    return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+  }
+  static __m256 load_part(const uint8_t* row, size_t k, size_t n) { return widen(load_part_u16(row + 2 * k, n)); }
+};
+
+// Q8_0 weights against float activations (see kernels_scalar.cpp for why): a quarter block, scaled.
+struct Q8_0FloatWeights {
+  static constexpr size_t kLaneBytes = 9;  // about a quarter of a 34-byte block
+  static __m256 load(const uint8_t* row, size_t k) {
+    const uint8_t* blk = row + (k / 32) * sizeof(BlockQ8_0);
+    uint16_t d;
+    __builtin_memcpy(&d, blk, sizeof d);
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + k % 32));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(_cvtsh_ss(d)));
+  }
+  // Rows of Q8_0 are whole blocks, so a tail shorter than 8 never happens; zeroed for completeness.
+  static __m256 load_part(const uint8_t* row, size_t k, size_t n) {
+    return _mm256_and_ps(load(row, k), _mm256_castsi256_ps(first_floats(n)));
+  }
 };
 
 template <class W>
@@ -214,7 +219,7 @@ struct FloatTiles {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
     const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
-    constexpr size_t kPfStep = R * kF32Lanes * W::kElemBytes;
+    constexpr size_t kPfStep = R * W::kLaneBytes;
     size_t k = 0;
     for (; k + kF32Lanes <= a.n; k += kF32Lanes) {
       if constexpr (kPrefetch) {
@@ -223,7 +228,7 @@ struct FloatTiles {
       }
       __m256 wv[R];
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) wv[i] = W::load(w[i] + k * W::kElemBytes);
+      for (int i = 0; i < R; ++i) wv[i] = W::load(w[i], k);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
         const __m256 xv = _mm256_loadu_ps(x[j] + k);
@@ -234,7 +239,7 @@ struct FloatTiles {
     if (k < a.n) {
       __m256 wv[R];
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) wv[i] = W::load_part(w[i] + k * W::kElemBytes, a.n - k);
+      for (int i = 0; i < R; ++i) wv[i] = W::load_part(w[i], k, a.n - k);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
         const __m256 xv = _mm256_maskload_ps(x[j] + k, first_floats(a.n - k));
@@ -412,7 +417,7 @@ const Kernels kAvx2 = {
     matmul<FloatTiles<F32Weights>>,
     matmul<FloatTiles<F16Weights>>,
     matmul<FloatTiles<BF16Weights>>,
-    matmul<QuantTiles<Q8_0Weights>>,
+    matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul<QuantTiles<Q4_0Weights>>,
     quantize_q8_0,
     rmsnorm,

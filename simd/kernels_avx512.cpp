@@ -108,19 +108,7 @@ struct Q4_0Weights {
   }
 };
 
-// Q8_0 weights: q + 128 as unsigned bytes (flipping the sign bit).
-struct Q8_0Weights {
-  static constexpr size_t kBlockBytes = kQ8Bytes;
-  static constexpr int kOffsetLog2 = 7;
-  template <bool kFull>
-  static QuantStep load(const uint8_t* p, size_t count) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    return {_mm512_xor_si512(load_lanes<kFull>(p + 2, kQ8Bytes, count), flip),
-            _mm512_xor_si512(load_lanes<kFull>(p + 2 + 16, kQ8Bytes, count), flip), scales_q8_0<kFull>(p, count)};
-  }
-};
-
-// Y tiles for weights W (Q4_0 or Q8_0) against Q8_0 activations.
+// Y tiles for Q4_0 weights against Q8_0 activations.
 template <class W>
 struct QuantTiles {
   static constexpr size_t kDecodeRows = 4;
@@ -187,23 +175,43 @@ struct QuantTiles {
 };
 
 // Float weight rows: 16 elements at a time, widened to f32.
+// Each loader gives 16 weights of a row starting at element k (load_part: the first m of them).
 struct F32Weights {
-  static constexpr size_t kElemBytes = 4;
-  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
-  static __m512 load_part(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+  static constexpr size_t kLaneBytes = 16 * 4;  // bytes of 16 weights
+  static __m512 load(const uint8_t* row, size_t k) { return _mm512_loadu_ps(row + 4 * k); }
+  static __m512 load_part(const uint8_t* row, size_t k, __mmask16 m) { return _mm512_maskz_loadu_ps(m, row + 4 * k); }
 };
 struct F16Weights {
-  static constexpr size_t kElemBytes = 2;
-  static __m512 load(const uint8_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  static constexpr size_t kLaneBytes = 16 * 2;
+  static __m512 load(const uint8_t* row, size_t k) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
   }
-  static __m512 load_part(const uint8_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+  static __m512 load_part(const uint8_t* row, size_t k, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * k));
+  }
 };
 struct BF16Weights {
-  static constexpr size_t kElemBytes = 2;
+  static constexpr size_t kLaneBytes = 16 * 2;
   static __m512 widen(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)); }
-  static __m512 load(const uint8_t* p) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static __m512 load_part(const uint8_t* p, __mmask16 m) { return widen(_mm256_maskz_loadu_epi16(m, p)); }
+  static __m512 load(const uint8_t* row, size_t k) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
+  }
+  static __m512 load_part(const uint8_t* row, size_t k, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, row + 2 * k));
+  }
+};
+// Q8_0 weights against float activations (see kernels_scalar.cpp for why): half a block, scaled.
+struct Q8_0FloatWeights {
+  static constexpr size_t kLaneBytes = kQ8Bytes / 2;
+  static __m512 load(const uint8_t* row, size_t k) {
+    const uint8_t* blk = row + (k / 32) * kQ8Bytes;
+    uint16_t d;
+    __builtin_memcpy(&d, blk, sizeof d);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + k % 32));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(_cvtsh_ss(d)));
+  }
+  // Rows of Q8_0 are whole blocks, so a tail is never shorter than 16; masked for completeness.
+  static __m512 load_part(const uint8_t* row, size_t k, __mmask16 m) { return _mm512_maskz_mov_ps(m, load(row, k)); }
 };
 
 // Y tiles for float weights W against f32 activations.
@@ -227,7 +235,7 @@ struct FloatTiles {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
     const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
-    constexpr size_t kPfStep = R * kF32Lanes * W::kElemBytes;
+    constexpr size_t kPfStep = R * W::kLaneBytes;
     size_t k = 0;
     for (; k + kF32Lanes <= a.n; k += kF32Lanes) {
       if constexpr (kPrefetch) {
@@ -236,7 +244,7 @@ struct FloatTiles {
       }
       __m512 wv[R];
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) wv[i] = W::load(w[i] + k * W::kElemBytes);
+      for (int i = 0; i < R; ++i) wv[i] = W::load(w[i], k);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
         const __m512 xv = _mm512_loadu_ps(x[j] + k * sizeof(float));
@@ -248,7 +256,7 @@ struct FloatTiles {
       const __mmask16 m = static_cast<__mmask16>((1u << (a.n - k)) - 1);
       __m512 wv[R];
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) wv[i] = W::load_part(w[i] + k * W::kElemBytes, m);
+      for (int i = 0; i < R; ++i) wv[i] = W::load_part(w[i], k, m);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
         const __m512 xv = _mm512_maskz_loadu_ps(m, x[j] + k * sizeof(float));
@@ -419,7 +427,7 @@ const Kernels kAvx512 = {
     matmul<FloatTiles<F32Weights>>,
     matmul<FloatTiles<F16Weights>>,
     matmul<FloatTiles<BF16Weights>>,
-    matmul<QuantTiles<Q8_0Weights>>,
+    matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul<QuantTiles<Q4_0Weights>>,
     quantize_q8_0,
     rmsnorm,

@@ -32,7 +32,9 @@ Status Context::create(const LlamaModel& model, const ContextParams& in, std::un
   gp.n_batch = p.n_batch;
   gp.logits_all = p.logits_all;
   gp.n_threads = p.n_threads;
-  gp.isa = simd::best_isa();
+  gp.isa = p.isa.value_or(simd::best_isa());
+  if (!simd::isa_available(gp.isa))
+    return Error(Code::unsupported, std::string("this CPU or build cannot run ") + simd::isa_name(gp.isa) + " kernels");
   LMRT_RETURN_IF_ERROR(LlamaGraph::create(model, gp, &c->graph_));
   try {
     c->tokens_.reserve(p.n_ctx);

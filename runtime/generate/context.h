@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/graph/llama_graph.h"
@@ -20,6 +21,7 @@ struct ContextParams {
   uint32_t n_threads = 0;  // 0: online CPUs
   KvType kv_type = KvType::f16;
   bool logits_all = false;
+  std::optional<simd::Isa> isa;  // unset: the best this CPU runs (or $LMRT_ISA)
 };
 
 class Context {

@@ -80,6 +80,26 @@ TEST_P(Stories260KGreedy, Matches256ReferenceTokens) {
   EXPECT_EQ(greedy_from_bos(*ctx, 256), want);
 }
 
+// The exact reference on every kernel table this machine runs.
+class Stories260KGreedyIsa : public ::testing::TestWithParam<simd::Isa> {};
+
+TEST_P(Stories260KGreedyIsa, Matches256ReferenceTokens) {
+  if (!simd::isa_available(GetParam())) GTEST_SKIP() << simd::isa_name(GetParam()) << " not available here";
+  auto model = load_model("stories260K.gguf");
+  ASSERT_TRUE(model);
+  ContextParams p;
+  p.n_ctx = 512;
+  p.n_threads = 2;
+  p.isa = GetParam();
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*model, p, &ctx).ok());
+  EXPECT_EQ(greedy_from_bos(*ctx, 256), reference_ids("stories260K.bin.greedy256.txt"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, Stories260KGreedyIsa,
+                         ::testing::Values(simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon),
+                         [](const auto& info) { return std::string(simd::isa_name(info.param)); });
+
 INSTANTIATE_TEST_SUITE_P(ThreadsAndKv, Stories260KGreedy,
                          ::testing::Values(ForwardCase{1, KvType::f32}, ForwardCase{2, KvType::f32},
                                            ForwardCase{3, KvType::f16}));

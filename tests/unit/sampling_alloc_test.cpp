@@ -7,10 +7,10 @@
 #include <new>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "runtime/sampling/builtin_samplers.h"
 #include "runtime/sampling/logprobs.h"
 #include "runtime/sampling/sampler_chain.h"
-#include "alloc_counter.h"
 
 namespace lmrt {
 namespace {
