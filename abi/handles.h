@@ -11,6 +11,7 @@
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/sampling/sampler_chain.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 
 struct lmrt_model {
@@ -33,9 +34,17 @@ struct lmrt_model {
   mutable std::unordered_map<std::thread::id, std::string> errors;
 };
 
+struct lmrt_sampler {
+  std::string spec;  // what the chain was built from (re-parsed on append)
+  uint64_t seed = 0;
+  std::unique_ptr<lmrt::SamplerChain> chain;
+  std::string last_error;
+};
+
 struct lmrt_context {
   lmrt_model* model = nullptr;
   std::unique_ptr<lmrt::Context> ctx;
   std::string last_error;
   lmrt::GenerateResult last_result;
+  std::vector<lmrt_beam> last_beams;  // views into beam results for the C struct
 };

@@ -21,6 +21,7 @@ enum class Tag : uint8_t {
   max_tokens = 7,
   stop = 8,
   logprobs_n = 9,
+  options = 10,
 };
 
 void put_field(cache_codec::ByteWriter* w, Tag tag, const std::string& payload) {
@@ -76,6 +77,7 @@ std::string encode_cache_key_fields(const CacheKeyFields& f) {
   cache_codec::ByteWriter logprobs;
   logprobs.i32(f.logprobs_n);
   put_field(&w, Tag::logprobs_n, logprobs.str());
+  put_field(&w, Tag::options, f.options);
   return std::move(w.str());
 }
 

@@ -33,6 +33,8 @@ struct CacheKeyFields {
   int32_t max_tokens = 0;
   std::vector<std::string> stop;  // in the order the request gave them
   int32_t logprobs_n = 0;         // top-n alternatives asked for per token (0 = none)
+  // Anything else that changes the output, in canonical text: context size, context shift, beams.
+  std::string options;
 };
 
 // A request may be cached only when its output is a function of the key: its chain is

@@ -32,10 +32,10 @@ Status bad(const std::string& what) { return Error(Code::bad_format, "damaged ca
 
 }  // namespace
 
-bool operator==(const TokenAlternative& a, const TokenAlternative& b) {
+bool operator==(const CachedTokenAlternative& a, const CachedTokenAlternative& b) {
   return a.token == b.token && std::memcmp(&a.logprob, &b.logprob, sizeof(float)) == 0;
 }
-bool operator==(const TokenLogprob& a, const TokenLogprob& b) {
+bool operator==(const CachedTokenLogprob& a, const CachedTokenLogprob& b) {
   return a.token == b.token && std::memcmp(&a.logprob, &b.logprob, sizeof(float)) == 0 && a.top == b.top;
 }
 bool CachedResponse::operator==(const CachedResponse& o) const {
@@ -55,7 +55,7 @@ Status serialize_cached_response(const CachedResponse& r, std::string* out) {
                                              ", text has " + std::to_string(r.text.size()) + " bytes");
   }
   size_t lp_size = 0;
-  for (const TokenLogprob& lp : r.logprobs) {
+  for (const CachedTokenLogprob& lp : r.logprobs) {
     if (lp.top.size() > kU32Max) return Error(Code::invalid_argument, "cached response too large to store");
     lp_size += 12 + 8 * lp.top.size();
   }
@@ -75,11 +75,11 @@ Status serialize_cached_response(const CachedResponse& r, std::string* out) {
   w.u32(static_cast<uint32_t>(r.piece_lengths.size()));
   for (uint32_t len : r.piece_lengths) w.u32(len);
   w.u32(static_cast<uint32_t>(r.logprobs.size()));
-  for (const TokenLogprob& lp : r.logprobs) {
+  for (const CachedTokenLogprob& lp : r.logprobs) {
     w.i32(lp.token);
     w.f32(lp.logprob);
     w.u32(static_cast<uint32_t>(lp.top.size()));
-    for (const TokenAlternative& alt : lp.top) {
+    for (const CachedTokenAlternative& alt : lp.top) {
       w.i32(alt.token);
       w.f32(alt.logprob);
     }
@@ -126,12 +126,12 @@ Status deserialize_cached_response(const uint8_t* data, size_t size, CachedRespo
   if (!res.piece_lengths.empty() && piece_sum != res.text.size()) return bad("piece lengths do not match the text");
   if (!r.u32(&n) || uint64_t{n} * 12 > r.remaining()) return bad("logprob count overruns the blob");
   res.logprobs.resize(n);
-  for (TokenLogprob& lp : res.logprobs) {
+  for (CachedTokenLogprob& lp : res.logprobs) {
     uint32_t n_top = 0;
     if (!r.i32(&lp.token) || !r.f32(&lp.logprob) || !r.u32(&n_top)) return bad("truncated logprobs");
     if (uint64_t{n_top} * 8 > r.remaining()) return bad("alternative count overruns the blob");
     lp.top.resize(n_top);
-    for (TokenAlternative& alt : lp.top) {
+    for (CachedTokenAlternative& alt : lp.top) {
       (void)r.i32(&alt.token);
       (void)r.f32(&alt.logprob);
     }

@@ -10,15 +10,15 @@
 
 namespace lmrt {
 
-struct TokenAlternative {
+struct CachedTokenAlternative {
   int32_t token = 0;
   float logprob = 0;
 };
 
-struct TokenLogprob {
+struct CachedTokenLogprob {
   int32_t token = 0;
   float logprob = 0;
-  std::vector<TokenAlternative> top;  // the top-n alternatives, most likely first
+  std::vector<CachedTokenAlternative> top;  // the top-n alternatives, most likely first
 };
 
 struct CachedResponse {
@@ -27,7 +27,7 @@ struct CachedResponse {
   std::string finish_reason;  // "eos", "stop", "length"
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
-  std::vector<TokenLogprob> logprobs;  // empty when logprobs were not asked for
+  std::vector<CachedTokenLogprob> logprobs;  // empty when logprobs were not asked for
   // Byte lengths of the text pieces as the streaming callback received them, so a hit replays the
   // same chunks; they sum to text.size(). Empty: replay the text as one piece.
   std::vector<uint32_t> piece_lengths;
@@ -35,8 +35,8 @@ struct CachedResponse {
   bool operator==(const CachedResponse&) const;
 };
 
-bool operator==(const TokenAlternative& a, const TokenAlternative& b);
-bool operator==(const TokenLogprob& a, const TokenLogprob& b);
+bool operator==(const CachedTokenAlternative& a, const CachedTokenAlternative& b);
+bool operator==(const CachedTokenLogprob& a, const CachedTokenLogprob& b);
 
 // Errors: invalid_argument when a field is too large for the format (over 4 GiB) or piece_lengths
 // do not sum to text.size().

@@ -78,6 +78,16 @@ const float* Context::logits(size_t i) const {
   return graph_->logits(static_cast<uint32_t>(i - last_batch_start_));
 }
 
+Status Context::shift(uint32_t n_keep, uint32_t n_discard) {
+  if (n_discard == 0 || static_cast<uint64_t>(n_keep) + n_discard > tokens_.size())
+    return Error(Code::invalid_argument, "cannot drop " + std::to_string(n_discard) + " tokens after the first " +
+                                             std::to_string(n_keep) + " of " + std::to_string(tokens_.size()));
+  graph_->shift_kv(*kv_, n_keep, n_discard, n_past());
+  tokens_.erase(tokens_.begin() + n_keep, tokens_.begin() + n_keep + n_discard);
+  last_eval_count_ = 0;
+  return Status::Ok();
+}
+
 void Context::truncate(uint32_t n_keep) {
   if (n_keep < tokens_.size()) tokens_.resize(n_keep);
   last_eval_count_ = 0;

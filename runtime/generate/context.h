@@ -45,6 +45,9 @@ class Context {
   size_t last_eval_count() const { return last_eval_count_; }
   // Forgets tokens from position n_keep on (their KV entries are simply overwritten later).
   void truncate(uint32_t n_keep);
+  // Drops n_discard tokens after the first n_keep and moves the rest down (see
+  // LlamaGraph::shift_kv). Errors: invalid_argument when the range is not inside the held tokens.
+  Status shift(uint32_t n_keep, uint32_t n_discard);
 
  private:
   Context(const LlamaModel& model) : model_(model) {}

@@ -9,9 +9,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 int32_t argmax(const float* x, size_t n) { return static_cast<int32_t>(std::max_element(x, x + n) - x); }
+
+// Evaluates the prompt after the longest prefix the context already holds; at least the last
+// prompt token is evaluated again so that its logits are fresh.
+Status prefill(Context& ctx, const std::vector<int32_t>& prompt, uint32_t* reused) {
+  const std::vector<int32_t>& held = ctx.tokens();
+  size_t common = 0;
+  while (common < held.size() && common < prompt.size() && held[common] == prompt[common]) ++common;
+  if (common == prompt.size()) --common;
+  ctx.truncate(static_cast<uint32_t>(common));
+  *reused = static_cast<uint32_t>(common);
+  return ctx.eval(prompt.data() + common, prompt.size() - common);
+}
 
 }  // namespace
 
@@ -35,99 +49,141 @@ const char* finish_reason_name(FinishReason r) {
   return "none";
 }
 
+Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out) {
+  LMRT_RETURN_IF_ERROR(tok.tokenize(req.prompt, req.add_bos, req.parse_special, out));
+  if (out->empty()) {
+    // An empty prompt without BOS still needs one token to start from.
+    if (tok.bos() < 0) return Error(Code::invalid_argument, "the prompt is empty and the vocabulary has no BOS token");
+    out->push_back(tok.bos());
+  }
+  return Status::Ok();
+}
+
 Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, TokenSink sink,
                 GenerateResult* result) {
   const auto t_start = Clock::now();
   if (req.max_tokens < 1) return Error(Code::invalid_argument, "max_tokens must be at least 1");
+  if (req.top_logprobs > kMaxTopLogprobs)
+    return Error(Code::invalid_argument, "top_logprobs must be at most " + std::to_string(kMaxTopLogprobs));
+  if (req.context_shift && req.n_keep + 2 > ctx.n_ctx())
+    return Error(Code::invalid_argument, "n_keep " + std::to_string(req.n_keep) + " leaves nothing to shift in a context of " +
+                                             std::to_string(ctx.n_ctx()));
   GenerateResult& r = *result;
   r = GenerateResult{};
 
   std::vector<int32_t> prompt;
-  LMRT_RETURN_IF_ERROR(tok.tokenize(req.prompt, req.add_bos, req.parse_special, &prompt));
-  if (prompt.empty()) {
-    // An empty prompt without BOS still needs one token to start from.
-    if (tok.bos() < 0) return Error(Code::invalid_argument, "the prompt is empty and the vocabulary has no BOS token");
-    prompt.push_back(tok.bos());
-  }
+  LMRT_RETURN_IF_ERROR(tokenize_prompt(tok, req, &prompt));
   if (prompt.size() > ctx.n_ctx())
     return Error(Code::context_full, "the prompt has " + std::to_string(prompt.size()) +
                                          " tokens but the context holds only " + std::to_string(ctx.n_ctx()));
   r.prompt_tokens = static_cast<uint32_t>(prompt.size());
+  const int32_t n_vocab = static_cast<int32_t>(ctx.model().hparams().n_vocab);
+  if (req.sampler != nullptr) {
+    LMRT_RETURN_IF_ERROR(req.sampler->reserve(n_vocab));
+    for (int32_t t : prompt) LMRT_RETURN_IF_ERROR(req.sampler->accept(t));
+  }
 
-  // Reuse the longest prefix already in the KV arena; at least the last prompt token is
-  // evaluated again so that its logits are fresh.
-  const std::vector<int32_t>& held = ctx.tokens();
-  size_t common = 0;
-  while (common < held.size() && common < prompt.size() && held[common] == prompt[common]) ++common;
-  if (common == prompt.size()) --common;
-  ctx.truncate(static_cast<uint32_t>(common));
-  r.reused_tokens = static_cast<uint32_t>(common);
-
+  // Everything the loop needs is reserved here, so decoding a token allocates nothing.
   const size_t cap = static_cast<size_t>(req.max_tokens);
   r.tokens.reserve(cap);
+  r.piece_lengths.reserve(cap + 1);
+  if (req.top_logprobs >= 0) r.logprobs.reserve(cap);
   r.text.reserve(cap * 8);
-  std::string piece, emitted;
+  std::string piece, assembled, released;
   piece.reserve(64);
-  emitted.reserve(256);
+  assembled.reserve(256);
+  released.reserve(256);
   Utf8Assembler utf8;
   utf8.reserve(16);
+  StopMatcher stops;
+  stops.set_stops(req.stop);
+  size_t first_unreported = 0;
+
+  // Appends released text to the result and hands it to the sink; false when the sink cancels.
+  auto emit = [&](bool final_piece) -> bool {
+    if (released.empty() && !(final_piece && first_unreported < r.tokens.size())) return true;
+    r.text.append(released);
+    r.piece_lengths.push_back(static_cast<uint32_t>(released.size()));
+    const size_t first = first_unreported;
+    first_unreported = r.tokens.size();
+    const bool go_on = sink.fn == nullptr || sink.fn(sink.user, released, r, first, r.tokens.size() - first) == 0;
+    released.clear();
+    return go_on;
+  };
 
   const auto t_prefill = Clock::now();
-  LMRT_RETURN_IF_ERROR(ctx.eval(prompt.data() + common, prompt.size() - common));
-  r.timings.prefill_ms = ms_since(t_prefill);
-  const size_t n_prefill = prompt.size() - common;
+  LMRT_RETURN_IF_ERROR(prefill(ctx, prompt, &r.reused_tokens));
+  r.timings.prefill_ms = ms_between(t_prefill, Clock::now());
+  const size_t n_prefill = prompt.size() - r.reused_tokens;
   if (r.timings.prefill_ms > 0) r.timings.prefill_tokens_per_s = n_prefill * 1000.0 / r.timings.prefill_ms;
 
-  const uint32_t n_vocab = ctx.model().hparams().n_vocab;
   int32_t prev = prompt.back();
   Clock::time_point t_first{};
   for (;;) {
-    const int32_t next = argmax(ctx.logits(ctx.last_eval_count() - 1), n_vocab);
+    const float* logits = ctx.logits(ctx.last_eval_count() - 1);
+    int32_t next = 0;
+    if (req.sampler != nullptr) {
+      LMRT_RETURN_IF_ERROR(req.sampler->sample(logits, n_vocab, &next));
+    } else {
+      next = argmax(logits, static_cast<size_t>(n_vocab));
+    }
     if (r.tokens.empty()) {
       t_first = Clock::now();
-      r.timings.ttft_ms = std::chrono::duration<double, std::milli>(t_first - t_start).count();
+      r.timings.ttft_ms = ms_between(t_start, t_first);
     }
     if (tok.is_eog(next)) {
       r.finish_reason = FinishReason::eos;
       break;
     }
     r.tokens.push_back(next);
+    if (req.top_logprobs >= 0) {
+      r.logprobs.emplace_back();
+      LMRT_RETURN_IF_ERROR(compute_logprobs(logits, n_vocab, next, req.top_logprobs, &r.logprobs.back()));
+    }
+    if (req.sampler != nullptr) LMRT_RETURN_IF_ERROR(req.sampler->accept(next));
+
     piece.clear();
     LMRT_RETURN_IF_ERROR(tok.token_to_piece(next, &piece));
     // SentencePiece marks word starts with a space; the first word after BOS has none to show.
     std::string_view bytes = piece;
     if (prev == tok.bos() && tok.vocab().add_space_prefix && !bytes.empty() && bytes[0] == ' ') bytes.remove_prefix(1);
-    emitted.clear();
-    utf8.push(bytes, &emitted);
-    if (!emitted.empty()) {
-      r.text.append(emitted);
-      if (sink.fn != nullptr && sink.fn(sink.user, emitted, next, static_cast<uint32_t>(r.tokens.size())) != 0) {
-        r.finish_reason = FinishReason::cancelled;
-        break;
-      }
-    }
     prev = next;
+    assembled.clear();
+    utf8.push(bytes, &assembled);
+    const bool stopped = stops.push(assembled, &released);
+    if (!emit(false)) {
+      r.finish_reason = FinishReason::cancelled;
+      break;
+    }
+    if (stopped) {
+      r.finish_reason = FinishReason::stop;
+      break;
+    }
     if (r.tokens.size() >= cap) {
       r.finish_reason = FinishReason::length;
       break;
     }
     if (ctx.n_past() >= ctx.n_ctx()) {
-      r.finish_reason = FinishReason::context_full;
-      break;
+      if (!req.context_shift) {
+        r.finish_reason = FinishReason::context_full;
+        break;
+      }
+      const uint32_t n_discard = (ctx.n_past() - req.n_keep) / 2;
+      LMRT_RETURN_IF_ERROR(ctx.shift(req.n_keep, n_discard));
+      ++r.context_shifts;
     }
     LMRT_RETURN_IF_ERROR(ctx.eval(&next, 1));
   }
-  emitted.clear();
-  utf8.flush(&emitted);
-  if (!emitted.empty() && r.finish_reason != FinishReason::cancelled) {
-    r.text.append(emitted);
-    if (sink.fn != nullptr)
-      (void)sink.fn(sink.user, emitted, r.tokens.empty() ? -1 : r.tokens.back(),
-                    static_cast<uint32_t>(r.tokens.size()));
+  if (r.finish_reason != FinishReason::cancelled && r.finish_reason != FinishReason::stop) {
+    assembled.clear();
+    utf8.flush(&assembled);
+    if (stops.push(assembled, &released)) r.finish_reason = FinishReason::stop;
+    stops.flush(&released);
+    (void)emit(true);
   }
   r.completion_tokens = static_cast<uint32_t>(r.tokens.size());
   if (!r.tokens.empty()) {
-    r.timings.decode_ms = ms_since(t_first);
+    r.timings.decode_ms = ms_between(t_first, Clock::now());
     if (r.tokens.size() > 1 && r.timings.decode_ms > 0)
       r.timings.decode_tokens_per_s = (r.tokens.size() - 1) * 1000.0 / r.timings.decode_ms;
   }

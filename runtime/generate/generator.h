@@ -1,5 +1,6 @@
-// The request loop: tokenize -> reuse the KV prefix -> prefill -> decode (greedy for now) ->
-// assemble UTF-8 -> stream -> finish with a reason, usage and timings.
+// The request loop: tokenize -> reuse the KV prefix -> prefill -> decode (sampler chain) ->
+// assemble UTF-8 -> hold back possible stop strings -> stream -> finish with a reason, usage and
+// timings. Beam search lives in beam_search.h; the response cache is consulted by the caller.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,9 @@
 #include <vector>
 
 #include "runtime/generate/context.h"
+#include "runtime/generate/stop_matcher.h"
+#include "runtime/sampling/logprobs.h"
+#include "runtime/sampling/sampler_chain.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 #include "runtime/util/status.h"
 #include "runtime/util/utf8.h"
@@ -23,6 +27,15 @@ struct GenerateRequest {
   int32_t max_tokens = 256;
   bool add_bos = true;
   bool parse_special = false;
+  // The chain that picks each token; nullptr means greedy (argmax). It is used as given (its
+  // history and Rng advance); prompt tokens are accepted into it before decoding.
+  SamplerChain* sampler = nullptr;
+  std::vector<std::string> stop;  // stop strings
+  int32_t top_logprobs = -1;      // -1: no logprobs; 0..20: logprob of each token plus that many alternatives
+  // When the context fills during decoding: shift it (keep the first n_keep tokens, drop the
+  // oldest half of the rest) instead of finishing with context_full.
+  bool context_shift = false;
+  uint32_t n_keep = 0;
 };
 
 struct GenerateTimings {
@@ -38,20 +51,28 @@ struct GenerateResult {
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
   uint32_t reused_tokens = 0;
+  uint32_t context_shifts = 0;
   std::string text;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprobs> logprobs;  // one per token when asked for
+  std::vector<uint32_t> piece_lengths;  // bytes of each streamed piece, in order
   GenerateTimings timings;
 };
 
-// Receives each piece of complete UTF-8 text; returns non-zero to cancel.
+// Receives each piece of complete UTF-8 text with the tokens generated since the previous piece
+// (tokens[first, first + count) of the result; their logprobs when asked for). Non-zero cancels.
 struct TokenSink {
-  int (*fn)(void* user, std::string_view text, int32_t token, uint32_t index) = nullptr;
+  int (*fn)(void* user, std::string_view text, const GenerateResult& so_far, size_t first, size_t count) = nullptr;
   void* user = nullptr;
 };
 
-// Runs one request on `ctx`. Errors: invalid_argument (max_tokens < 1), bad_utf8 (prompt),
-// context_full (the prompt alone does not fit; the context keeps its previous tokens).
+// Runs one request on `ctx`. Errors: invalid_argument (max_tokens < 1, top_logprobs > 20),
+// bad_utf8 (prompt), context_full (the prompt alone does not fit; the context keeps its previous
+// tokens), and sampler errors (a plugin's invalid output).
 Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, TokenSink sink,
                 GenerateResult* result);
+
+// Tokenizes a request's prompt the way generate() does (an empty prompt becomes BOS alone).
+Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out);
 
 }  // namespace lmrt

@@ -134,6 +134,30 @@ void LlamaGraph::attention(uint32_t layer, uint32_t n, uint32_t pos0, const KvAr
   });
 }
 
+void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint32_t n_past) {
+  const LlamaHparams& hp = model_.hparams();
+  const uint32_t kv_dim = hp.kv_dim(), half = hp.rope_dim / 2;
+  const float* cs = rope_cs_.data() + static_cast<size_t>(n_discard) * half * 2;  // angle of n_discard
+  float* k = k_cur_.data();  // scratch rows, free between forward passes
+  float* v = v_cur_.data();
+  for (uint32_t l = 0; l < hp.n_layer; ++l) {
+    for (uint32_t p = n_keep + n_discard; p < n_past; ++p) {
+      load_kv_row(kv.key(l, p), kv.type(), k, kv_dim);
+      load_kv_row(kv.value(l, p), kv.type(), v, kv_dim);
+      for (uint32_t h = 0; h < hp.n_head_kv; ++h) {
+        float* x = k + static_cast<size_t>(h) * hp.head_dim;
+        for (uint32_t i = 0; i < half; ++i) {  // rotate by -angle: cos(-a) = cos a, sin(-a) = -sin a
+          const float c = cs[2 * i], sn = cs[2 * i + 1];
+          const float a = x[2 * i], b = x[2 * i + 1];
+          x[2 * i] = a * c + b * sn;
+          x[2 * i + 1] = b * c - a * sn;
+        }
+      }
+      kv.store(l, p - n_discard, k, v);
+    }
+  }
+}
+
 void LlamaGraph::forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvArena& kv, ThreadPool& pool) {
   const LlamaHparams& hp = model_.hparams();
   const uint32_t dim = hp.n_embd, kv_dim = hp.kv_dim(), ff = hp.n_ff;

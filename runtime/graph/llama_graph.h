@@ -33,6 +33,11 @@ class LlamaGraph {
   // Afterwards logits(i) holds the logits of token i (only the last unless logits_all).
   void forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvArena& kv, ThreadPool& pool);
 
+  // Context shift: drops positions [n_keep, n_keep + n_discard) of the arena, moves positions
+  // [n_keep + n_discard, n_past) down by n_discard and turns their keys back by n_discard
+  // positions (RoPE rotations compose, so the keys then read as if computed at their new places).
+  void shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint32_t n_past);
+
   const float* logits(uint32_t i) const { return logits_.data() + static_cast<size_t>(logits_all_ ? i : 0) * n_vocab_; }
   uint32_t n_batch() const { return n_batch_; }
   bool logits_all() const { return logits_all_; }

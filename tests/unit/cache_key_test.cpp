@@ -57,6 +57,7 @@ TEST(CacheKey, EveryFieldChangesTheKey) {
       {"stop empty string added", [](CacheKeyFields& f) { f.stop.push_back(""); }},
       {"stop removed", [](CacheKeyFields& f) { f.stop.clear(); }},
       {"logprobs n", [](CacheKeyFields& f) { f.logprobs_n = 5; }},
+      {"options", [](CacheKeyFields& f) { f.options = "n_ctx=512"; }},
   };
   std::set<CacheKey> seen = {key_of(base_fields())};
   for (const auto& [name, change] : changes) {

@@ -18,7 +18,7 @@ CachedResponse sample_response(int n_tokens, int n_top) {
     r.text += piece;
     r.piece_lengths.push_back(static_cast<uint32_t>(piece.size()));
     r.tokens.push_back(1000 + i);
-    TokenLogprob lp;
+    CachedTokenLogprob lp;
     lp.token = 1000 + i;
     lp.logprob = -0.01f * static_cast<float>(i);
     for (int j = 0; j < n_top; ++j) lp.top.push_back({2000 + j, -0.5f * static_cast<float>(j + 1)});

@@ -73,7 +73,7 @@ CachedResponse response_n(int n, int n_tokens = 8, int n_top = 0) {
     r.piece_lengths.push_back(static_cast<uint32_t>(piece.size()));
     r.tokens.push_back(n * 1000 + i);
     if (n_top > 0) {
-      TokenLogprob lp{n * 1000 + i, -0.25f * static_cast<float>(i % 7), {}};
+      CachedTokenLogprob lp{n * 1000 + i, -0.25f * static_cast<float>(i % 7), {}};
       for (int j = 0; j < n_top; ++j) lp.top.push_back({j, -1.0f - static_cast<float>(j)});
       r.logprobs.push_back(lp);
     }

@@ -212,18 +212,82 @@ typedef enum lmrt_finish_reason {
 /* Names a finish reason: "eos", "stop", "length", "cancelled", "context_full", "error", "none". */
 LMRT_API const char* lmrt_finish_reason_str(lmrt_finish_reason reason);
 
+/* Log-probabilities (natural log) of a generated token and of the most likely alternatives, under
+ * the model's own distribution (the raw logits, before any sampler changed them). */
+#define LMRT_MAX_TOP_LOGPROBS 20
+
+typedef struct lmrt_logprob {
+  int32_t token;
+  float logprob;
+} lmrt_logprob;
+
+typedef struct lmrt_token_logprobs {
+  lmrt_logprob chosen;                     /* the generated token */
+  uint32_t n_top;                          /* alternatives in top[], most likely first */
+  lmrt_logprob top[LMRT_MAX_TOP_LOGPROBS]; /* ties in ascending token order */
+} lmrt_token_logprobs;
+
 /* One streamed piece of text. */
 typedef struct lmrt_token_event {
   uint32_t struct_size;
-  int32_t token;    /* the token that completed this text */
-  const char* text; /* complete UTF-8 characters; valid only during the callback; not NUL-terminated */
+  int32_t token;    /* the last token that contributed to this text */
+  const char* text; /* complete UTF-8 characters, never part of a stop string; not NUL-terminated;
+                       may be empty on the last event of a generation */
   size_t text_len;
-  uint32_t index; /* number of tokens generated so far, this one included */
+  uint32_t index;    /* tokens generated so far */
+  uint32_t n_tokens; /* tokens generated since the previous event (text held back for UTF-8 or a
+                        possible stop string is released together with later tokens) */
+  const int32_t* tokens;               /* those n_tokens ids */
+  const lmrt_token_logprobs* logprobs; /* n_tokens entries when the request asked for logprobs, else NULL */
 } lmrt_token_event;
 
 /* Called for each piece of generated text. Return 0 to go on, non-zero to cancel (the generation
  * then finishes with LMRT_FINISH_CANCELLED). Called on the thread that called lmrt_generate. */
 typedef int (*lmrt_token_callback)(void* user_data, const lmrt_token_event* event);
+
+/* ---- sampler chains ----------------------------------------------------------------------- */
+
+/* A sampler chain turns logits into a token by running samplers in order, e.g.
+ *   "penalties(repeat=1.1,last_n=64) top_k(40) top_p(0.9) temperature(0.7) dist"
+ * Built-ins: greedy, dist, temperature(t), top_k(k), top_p(p, min_keep), min_p(p),
+ * typical(p, min_keep), penalties(repeat, last_n, presence, frequency), logit_bias(TOKEN=BIAS, ...).
+ * A chain that does not end in greedy or dist gets dist appended; nothing may follow them.
+ * LMRT_DEFAULT_SAMPLERS is the documented default. Same seed and same inputs give the same tokens
+ * on every platform and at any thread count. One thread at a time per chain. */
+#define LMRT_DEFAULT_SAMPLERS "penalties top_k(40) top_p(0.95) min_p(0.05) temperature(0.8) dist"
+/* Seed value that asks lmrt to draw a random seed. */
+#define LMRT_SEED_RANDOM UINT64_MAX
+
+typedef struct lmrt_sampler lmrt_sampler;
+
+/* Creates a chain from spec text (NULL or "" = an empty chain, to which lmrt_sampler_append adds)
+ * seeded with seed (LMRT_SEED_RANDOM draws one). err/err_size: optional message buffer.
+ * Errors: INVALID_ARGUMENT naming the unknown sampler, parameter or bad value and its offset. */
+LMRT_API lmrt_status lmrt_sampler_create(const char* spec, uint64_t seed, lmrt_sampler** out_sampler, char* err,
+                                         size_t err_size);
+/* Appends samplers written as spec text, e.g. "top_k(40)". The chain restarts (history cleared). */
+LMRT_API lmrt_status lmrt_sampler_append(lmrt_sampler* sampler, const char* spec);
+/* Frees a chain. NULL is a no-op. */
+LMRT_API lmrt_status lmrt_sampler_free(lmrt_sampler* sampler);
+/* The chain's canonical text (every parameter named; equal for equivalent chains), NUL-terminated
+ * in buf; *len receives its length. BUFFER_TOO_SMALL with the needed length otherwise. */
+LMRT_API lmrt_status lmrt_sampler_describe(const lmrt_sampler* sampler, char* buf, size_t capacity, size_t* len);
+/* Samples a token from logits[0, n_vocab) (does not accept it). Errors: INVALID_ARGUMENT (NaN/+inf). */
+LMRT_API lmrt_status lmrt_sampler_sample(lmrt_sampler* sampler, const float* logits, size_t n_vocab,
+                                         int32_t* token);
+/* Records a token of the sequence (for penalties). */
+LMRT_API lmrt_status lmrt_sampler_accept(lmrt_sampler* sampler, int32_t token);
+/* Clears the history and restarts the random stream from the seed. */
+LMRT_API lmrt_status lmrt_sampler_reset(lmrt_sampler* sampler);
+/* The message of the last failed call on sampler ("" if none). */
+LMRT_API const char* lmrt_sampler_last_error(const lmrt_sampler* sampler);
+
+/* ---- generation requests ------------------------------------------------------------------ */
+
+typedef struct lmrt_logit_bias {
+  int32_t token;
+  float bias; /* added to the token's logit; -INFINITY bans it */
+} lmrt_logit_bias;
 
 typedef struct lmrt_generate_request {
   uint32_t struct_size;
@@ -232,10 +296,53 @@ typedef struct lmrt_generate_request {
   size_t prompt_len;  /* bytes of prompt; (size_t)-1 = NUL-terminated */
   uint32_t add_bos;   /* 1 (default): prepend BOS when the vocabulary asks for it */
   uint32_t parse_special; /* 0 (default): special token texts in the prompt are plain text */
+  /* How tokens are picked, first match wins:
+   * 1. sampler: a chain of the caller's; each request works on a fresh copy of it, so the same
+   *    request gives the same tokens every time (the caller's chain is not changed).
+   * 2. samplers: chain spec text (see lmrt_sampler_create), seeded with `seed`.
+   * 3. the fields temperature .. frequency_penalty: the chain
+   *    "logit_bias penalties top_k top_p min_p typical temperature dist" with the samplers that are
+   *    switched on; temperature <= 0 (the default) picks the most likely token instead (greedy)
+   *    after logit_bias and penalties. */
+  const lmrt_sampler* sampler;
+  const char* samplers;
+  uint64_t seed;            /* LMRT_SEED_RANDOM (default) draws one */
+  float temperature;        /* default 0: greedy */
+  int32_t top_k;            /* 0 (default): off */
+  float top_p;              /* 1 (default): off */
+  float min_p;              /* 0 (default): off */
+  float typical_p;          /* 1 (default): off */
+  float repeat_penalty;     /* 1 (default): off; over the last repeat_last_n tokens, prompt included */
+  int32_t repeat_last_n;    /* default 64 */
+  float presence_penalty;   /* 0 (default): off (OpenAI's definition, over repeat_last_n tokens) */
+  float frequency_penalty;  /* 0 (default): off */
+  uint32_t n_logit_bias;
+  const lmrt_logit_bias* logit_bias; /* n_logit_bias entries (used with the fields, not with sampler/samplers) */
+  const char* const* stop;           /* n_stop stop strings: generation ends before the first one that appears */
+  size_t n_stop;
+  int32_t logprobs;         /* -1 (default): none; 0..LMRT_MAX_TOP_LOGPROBS: each token's logprob and that many alternatives */
+  uint32_t context_shift;   /* 0 (default): a full context finishes with LMRT_FINISH_CONTEXT_FULL;
+                               1: keep the first n_keep tokens, drop the oldest half of the rest, go on */
+  uint32_t n_keep;
+  uint32_t n_beams;         /* 0 or 1 (default): no beam search; k > 1: beam search of width k (greedy,
+                               deterministic; the sampler fields are ignored); results in result->beams */
+  float length_penalty;     /* beam score = sum of logprobs / n_tokens^length_penalty; default 1 */
 } lmrt_generate_request;
 
-/* Fills *request with defaults (greedy, max_tokens 256) and sets struct_size. */
+/* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets
+ * struct_size. */
 LMRT_API lmrt_status lmrt_generate_request_init(lmrt_generate_request* request);
+
+/* One finished beam of a beam search. Owned by the context like the result's text. */
+typedef struct lmrt_beam {
+  const int32_t* tokens;
+  size_t n_tokens;
+  const char* text; /* NUL-terminated */
+  size_t text_len;
+  double logprob; /* sum of the tokens' logprobs */
+  double score;   /* logprob / n_tokens^length_penalty: beams are ordered by it */
+  lmrt_finish_reason finish_reason;
+} lmrt_beam;
 
 typedef struct lmrt_generate_result {
   uint32_t struct_size;
@@ -254,6 +361,10 @@ typedef struct lmrt_generate_result {
   double ttft_ms;        /* from the call to the first generated token */
   double prefill_tokens_per_s;
   double decode_tokens_per_s;
+  const lmrt_token_logprobs* logprobs; /* completion_tokens entries when asked for, else NULL */
+  uint32_t context_shifts;             /* how often the context was shifted */
+  uint32_t n_beams;                    /* beams in beams[] (beam search only), best first */
+  const struct lmrt_beam* beams;
 } lmrt_generate_result;
 
 /* Generates a completion of request->prompt: tokenizes it, reuses the longest prefix of tokens

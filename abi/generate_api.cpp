@@ -1,0 +1,154 @@
+// lmrt_generate: the request struct translated into a runtime request, results back.
+#include "abi/api_support.h"
+#include "abi/handles.h"
+#include "lmrt/lmrt.h"
+#include "runtime/sampling/chain_from_params.h"
+
+using lmrt::Code;
+using lmrt::Status;
+using namespace lmrt::abi;
+
+namespace lmrt::abi {
+uint64_t resolve_seed(uint64_t seed);  // sampler_api.cpp
+Status build_chain(const std::string& spec, uint64_t seed, std::unique_ptr<lmrt::SamplerChain>* out);
+}  // namespace lmrt::abi
+
+namespace {
+
+static_assert(sizeof(lmrt_token_logprobs) == sizeof(lmrt::TokenLogprobs) &&
+                  offsetof(lmrt_token_logprobs, top) == offsetof(lmrt::TokenLogprobs, top) &&
+                  offsetof(lmrt_token_logprobs, n_top) == offsetof(lmrt::TokenLogprobs, n_top),
+              "lmrt_token_logprobs mirrors lmrt::TokenLogprobs so results are handed out without copying");
+
+const lmrt_token_logprobs* as_c(const lmrt::TokenLogprobs* p) { return reinterpret_cast<const lmrt_token_logprobs*>(p); }
+
+// The chain a request asks for (see lmrt_generate_request).
+Status request_chain(const lmrt_generate_request& req, std::unique_ptr<lmrt::SamplerChain>* out) {
+  if (req.sampler != nullptr) return req.sampler->chain->clone(out);
+  const uint64_t seed = resolve_seed(req.seed);
+  if (req.samplers != nullptr && req.samplers[0] != '\0') return build_chain(req.samplers, seed, out);
+  lmrt::SamplingParams p;
+  p.temperature = req.temperature;
+  p.top_k = req.top_k;
+  p.top_p = req.top_p;
+  p.min_p = req.min_p;
+  p.typical_p = req.typical_p;
+  p.penalties.repeat = req.repeat_penalty;
+  p.penalties.last_n = req.repeat_last_n;
+  p.penalties.presence = req.presence_penalty;
+  p.penalties.frequency = req.frequency_penalty;
+  if (req.n_logit_bias > 0 && req.logit_bias == nullptr)
+    return lmrt::Error(Code::invalid_argument, "n_logit_bias is set but logit_bias is NULL");
+  for (uint32_t i = 0; i < req.n_logit_bias; ++i) p.logit_bias.push_back({req.logit_bias[i].token, req.logit_bias[i].bias});
+  return lmrt::make_chain_from_params(p, seed, out);
+}
+
+}  // namespace
+
+extern "C" {
+
+lmrt_status lmrt_generate_request_init(lmrt_generate_request* request) {
+  if (request == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  *request = lmrt_generate_request{};
+  request->struct_size = sizeof(lmrt_generate_request);
+  request->max_tokens = 256;
+  request->add_bos = 1;
+  request->parse_special = 0;
+  request->seed = LMRT_SEED_RANDOM;
+  request->temperature = 0.0f;
+  request->top_p = 1.0f;
+  request->typical_p = 1.0f;
+  request->repeat_penalty = 1.0f;
+  request->repeat_last_n = 64;
+  request->logprobs = -1;
+  request->length_penalty = 1.0f;
+  return LMRT_OK;
+}
+
+lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* request, lmrt_token_callback on_token,
+                          void* user_data, lmrt_generate_result* result) {
+  if (ctx == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  ctx->last_error.clear();
+  return guarded(
+      [&]() -> Status {
+        if (request == nullptr) return lmrt::Error(Code::invalid_argument, "request is NULL");
+        if (result != nullptr && result->struct_size < sizeof(uint32_t))
+          return lmrt::Error(Code::invalid_argument, "result->struct_size is not set");
+        lmrt_generate_request req;
+        lmrt_generate_request_init(&req);
+        LMRT_RETURN_IF_ERROR(read_params(request, &req));
+        lmrt::GenerateRequest r;
+        if (req.prompt != nullptr)
+          r.prompt = req.prompt_len == static_cast<size_t>(-1) ? std::string_view(req.prompt)
+                                                                 : std::string_view(req.prompt, req.prompt_len);
+        r.max_tokens = req.max_tokens;
+        r.add_bos = req.add_bos != 0;
+        r.parse_special = req.parse_special != 0;
+        if (req.n_stop > 0 && req.stop == nullptr)
+          return lmrt::Error(Code::invalid_argument, "n_stop is set but stop is NULL");
+        for (size_t i = 0; i < req.n_stop; ++i) {
+          if (req.stop[i] == nullptr) return lmrt::Error(Code::invalid_argument, "stop[" + std::to_string(i) + "] is NULL");
+          r.stop.emplace_back(req.stop[i]);
+        }
+        if (req.logprobs < -1 || req.logprobs > LMRT_MAX_TOP_LOGPROBS)
+          return lmrt::Error(Code::invalid_argument, "logprobs must be -1 (off) or 0.." + std::to_string(LMRT_MAX_TOP_LOGPROBS));
+        r.top_logprobs = req.logprobs;
+        r.context_shift = req.context_shift != 0;
+        r.n_keep = req.n_keep;
+        std::unique_ptr<lmrt::SamplerChain> chain;
+        LMRT_RETURN_IF_ERROR(request_chain(req, &chain));
+        r.sampler = chain.get();
+
+        struct Bridge {
+          lmrt_token_callback fn;
+          void* user;
+        } bridge{on_token, user_data};
+        lmrt::TokenSink sink;
+        if (on_token != nullptr) {
+          sink.user = &bridge;
+          sink.fn = [](void* u, std::string_view text, const lmrt::GenerateResult& so_far, size_t first,
+                       size_t count) -> int {
+            const auto* b = static_cast<Bridge*>(u);
+            lmrt_token_event ev{};
+            ev.struct_size = sizeof ev;
+            ev.token = so_far.tokens.empty() ? -1 : so_far.tokens.back();
+            ev.text = text.data();
+            ev.text_len = text.size();
+            ev.index = static_cast<uint32_t>(so_far.tokens.size());
+            ev.n_tokens = static_cast<uint32_t>(count);
+            ev.tokens = so_far.tokens.data() + first;
+            ev.logprobs = so_far.logprobs.empty() ? nullptr : as_c(so_far.logprobs.data() + first);
+            return b->fn(b->user, &ev);
+          };
+        }
+        LMRT_RETURN_IF_ERROR(lmrt::generate(*ctx->ctx, *ctx->model->tokenizer, r, sink, &ctx->last_result));
+        if (result != nullptr) {
+          const lmrt::GenerateResult& g = ctx->last_result;
+          lmrt_generate_result full{};
+          full.struct_size = sizeof full;
+          full.finish_reason = static_cast<lmrt_finish_reason>(g.finish_reason);
+          full.prompt_tokens = g.prompt_tokens;
+          full.completion_tokens = g.completion_tokens;
+          full.reused_tokens = g.reused_tokens;
+          full.n_past = ctx->ctx->n_past();
+          full.text = g.text.c_str();
+          full.text_len = g.text.size();
+          full.tokens = g.tokens.data();
+          full.load_ms = ctx->model->load_ms;
+          full.prefill_ms = g.timings.prefill_ms;
+          full.decode_ms = g.timings.decode_ms;
+          full.ttft_ms = g.timings.ttft_ms;
+          full.prefill_tokens_per_s = g.timings.prefill_tokens_per_s;
+          full.decode_tokens_per_s = g.timings.decode_tokens_per_s;
+          full.logprobs = g.logprobs.empty() ? nullptr : as_c(g.logprobs.data());
+          full.context_shifts = g.context_shifts;
+          write_prefix(full, result);
+        }
+        return Status::Ok();
+      },
+      [&](const std::string& m) { ctx->last_error = m; });
+}
+
+}  // extern "C"
+
+

@@ -1,0 +1,154 @@
+// Opening models, describing them, and their tokenizer.
+#include <chrono>
+
+#include "abi/api_support.h"
+#include "abi/handles.h"
+#include "lmrt/lmrt.h"
+
+using lmrt::Code;
+using lmrt::Status;
+using namespace lmrt::abi;
+
+extern "C" {
+
+lmrt_status lmrt_model_params_init(lmrt_model_params* params) {
+  if (params == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  *params = lmrt_model_params{sizeof(lmrt_model_params), 1};
+  return LMRT_OK;
+}
+
+lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, lmrt_model** out_model, char* err,
+                            size_t err_size) {
+  auto report = [&](const std::string& m) { copy_message(m, err, err_size); };
+  if (out_model != nullptr) *out_model = nullptr;
+  return guarded(
+      [&]() -> Status {
+        if (path == nullptr || out_model == nullptr)
+          return lmrt::Error(Code::invalid_argument, "path and out_model must not be NULL");
+        lmrt_model_params p;
+        lmrt_model_params_init(&p);
+        LMRT_RETURN_IF_ERROR(read_params(params, &p));
+        const auto t0 = std::chrono::steady_clock::now();
+        std::unique_ptr<lmrt::GgufFile> gguf;
+        LMRT_RETURN_IF_ERROR(lmrt::GgufFile::open(path, p.use_mmap != 0, &gguf));
+        lmrt::Vocab vocab;
+        LMRT_RETURN_IF_ERROR(lmrt::Vocab::from_gguf(*gguf, &vocab));
+        auto m = std::make_unique<lmrt_model>();
+        LMRT_RETURN_IF_ERROR(lmrt::LlamaModel::load(std::move(gguf), &m->llama));
+        if (vocab.size() != static_cast<int32_t>(m->llama->hparams().n_vocab))
+          return lmrt::Error(Code::bad_format, "the vocabulary has " + std::to_string(vocab.size()) +
+                                                   " tokens but the model's embedding has " +
+                                                   std::to_string(m->llama->hparams().n_vocab) + " rows");
+        LMRT_RETURN_IF_ERROR(lmrt::SpmTokenizer::create(std::move(vocab), &m->tokenizer));
+        m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        *out_model = m.release();
+        return Status::Ok();
+      },
+      report);
+}
+
+lmrt_status lmrt_model_close(lmrt_model* model) {
+  delete model;
+  return LMRT_OK;
+}
+
+const char* lmrt_model_last_error(const lmrt_model* model) {
+  if (model == nullptr) return "";
+  try {
+    return model->last_error();
+  } catch (...) {
+    return "";
+  }
+}
+
+lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) {
+  if (model == nullptr || info == nullptr || info->struct_size < sizeof(uint32_t)) return LMRT_ERR_INVALID_ARGUMENT;
+  return guarded(
+      [&]() -> Status {
+        lmrt_model_info full{};
+        full.struct_size = sizeof full;
+        const lmrt::GgufFile& g = model->llama->gguf();
+        const lmrt::LlamaHparams& hp = model->llama->hparams();
+        copy_cstr(g.get_string("general.architecture").value_or(""), full.architecture, sizeof full.architecture);
+        copy_cstr(g.get_string("general.name").value_or(""), full.name, sizeof full.name);
+        full.n_params = model->llama->n_params();
+        full.file_bytes = g.file().size();
+        full.n_ctx_train = hp.n_ctx_train;
+        full.n_vocab = hp.n_vocab;
+        full.n_embd = hp.n_embd;
+        full.n_layer = hp.n_layer;
+        full.n_head = hp.n_head;
+        full.n_head_kv = hp.n_head_kv;
+        full.n_ff = hp.n_ff;
+        full.n_tensors = static_cast<uint32_t>(g.tensors().size());
+        full.bos_token = model->tokenizer->bos();
+        full.eos_token = model->tokenizer->eos();
+        for (const lmrt::GgufTensorInfo& t : g.tensors()) {
+          switch (t.type) {
+            case lmrt::TensorType::f32:
+              ++full.n_tensors_f32;
+              full.bytes_f32 += t.n_bytes;
+              break;
+            case lmrt::TensorType::f16:
+              ++full.n_tensors_f16;
+              full.bytes_f16 += t.n_bytes;
+              break;
+            case lmrt::TensorType::bf16:
+              ++full.n_tensors_bf16;
+              full.bytes_bf16 += t.n_bytes;
+              break;
+            case lmrt::TensorType::q8_0:
+              ++full.n_tensors_q8_0;
+              full.bytes_q8_0 += t.n_bytes;
+              break;
+            case lmrt::TensorType::q4_0:
+              ++full.n_tensors_q4_0;
+              full.bytes_q4_0 += t.n_bytes;
+              break;
+          }
+        }
+        write_prefix(full, info);
+        return Status::Ok();
+      },
+      [&](const std::string& m) { model->set_error(m); });
+}
+
+lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text_len, uint32_t flags, int32_t* tokens,
+                          size_t capacity, size_t* n_tokens) {
+  if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  return guarded(
+      [&]() -> Status {
+        if ((text == nullptr && text_len != 0) || n_tokens == nullptr || (tokens == nullptr && capacity != 0))
+          return lmrt::Error(Code::invalid_argument, "text, tokens or n_tokens is NULL");
+        std::vector<int32_t> out;
+        LMRT_RETURN_IF_ERROR(model->tokenizer->tokenize(std::string_view(text != nullptr ? text : "", text_len),
+                                                        (flags & LMRT_TOKENIZE_ADD_BOS) != 0,
+                                                        (flags & LMRT_TOKENIZE_PARSE_SPECIAL) != 0, &out));
+        *n_tokens = out.size();
+        if (out.size() > capacity)
+          return lmrt::Error(Code::buffer_too_small, "the text has " + std::to_string(out.size()) +
+                                                         " tokens but the buffer holds " + std::to_string(capacity));
+        std::copy(out.begin(), out.end(), tokens);
+        return Status::Ok();
+      },
+      [&](const std::string& m) { model->set_error(m); });
+}
+
+lmrt_status lmrt_token_to_piece(const lmrt_model* model, int32_t token, char* buf, size_t capacity, size_t* len) {
+  if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  return guarded(
+      [&]() -> Status {
+        if (len == nullptr || (buf == nullptr && capacity != 0))
+          return lmrt::Error(Code::invalid_argument, "buf or len is NULL");
+        std::string piece;
+        LMRT_RETURN_IF_ERROR(model->tokenizer->token_to_piece(token, &piece));
+        *len = piece.size();
+        if (piece.size() > capacity)
+          return lmrt::Error(Code::buffer_too_small, "the piece has " + std::to_string(piece.size()) + " bytes");
+        std::memcpy(buf, piece.data(), piece.size());
+        return Status::Ok();
+      },
+      [&](const std::string& m) { model->set_error(m); });
+}
+
+}  // extern "C"
