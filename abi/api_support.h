@@ -58,9 +58,10 @@ void write_prefix(const T& full, T* out) {
 template <typename T>
 lmrt::Status read_params(const T* in, T* out) {
   if (in == nullptr) return lmrt::Status::Ok();
-  if (in->struct_size < sizeof(uint32_t) * 2 || in->struct_size > (1u << 16))
+  const uint32_t size = in->struct_size;
+  if (size < sizeof(uint32_t) * 2 || size > (1u << 16))
     return lmrt::Error(lmrt::Code::invalid_argument, "struct_size " + std::to_string(in->struct_size) +
-                                                   " is not a valid size (call the _init function first)");
+                                                         " is not a valid size (call the _init function first)");
   std::memcpy(out, in, std::min<size_t>(in->struct_size, sizeof(T)));
   out->struct_size = sizeof(T);
   return lmrt::Status::Ok();

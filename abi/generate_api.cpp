@@ -2,6 +2,7 @@
 #include "abi/api_support.h"
 #include "abi/handles.h"
 #include "lmrt/lmrt.h"
+#include "runtime/generate/beam_search.h"
 #include "runtime/sampling/chain_from_params.h"
 
 using lmrt::Code;
@@ -20,7 +21,9 @@ static_assert(sizeof(lmrt_token_logprobs) == sizeof(lmrt::TokenLogprobs) &&
                   offsetof(lmrt_token_logprobs, n_top) == offsetof(lmrt::TokenLogprobs, n_top),
               "lmrt_token_logprobs mirrors lmrt::TokenLogprobs so results are handed out without copying");
 
-const lmrt_token_logprobs* as_c(const lmrt::TokenLogprobs* p) { return reinterpret_cast<const lmrt_token_logprobs*>(p); }
+const lmrt_token_logprobs* as_c(const lmrt::TokenLogprobs* p) {
+  return reinterpret_cast<const lmrt_token_logprobs*>(p);
+}
 
 // The chain a request asks for (see lmrt_generate_request).
 Status request_chain(const lmrt_generate_request& req, std::unique_ptr<lmrt::SamplerChain>* out) {
@@ -39,8 +42,67 @@ Status request_chain(const lmrt_generate_request& req, std::unique_ptr<lmrt::Sam
   p.penalties.frequency = req.frequency_penalty;
   if (req.n_logit_bias > 0 && req.logit_bias == nullptr)
     return lmrt::Error(Code::invalid_argument, "n_logit_bias is set but logit_bias is NULL");
-  for (uint32_t i = 0; i < req.n_logit_bias; ++i) p.logit_bias.push_back({req.logit_bias[i].token, req.logit_bias[i].bias});
+  for (uint32_t i = 0; i < req.n_logit_bias; ++i)
+    p.logit_bias.push_back({req.logit_bias[i].token, req.logit_bias[i].bias});
   return lmrt::make_chain_from_params(p, seed, out);
+}
+
+void fill_result(lmrt_context* ctx, lmrt_generate_result* result) {
+  const lmrt::GenerateResult& g = ctx->last_result;
+  lmrt_generate_result full{};
+  full.struct_size = sizeof full;
+  full.finish_reason = static_cast<lmrt_finish_reason>(g.finish_reason);
+  full.prompt_tokens = g.prompt_tokens;
+  full.completion_tokens = g.completion_tokens;
+  full.reused_tokens = g.reused_tokens;
+  full.n_past = ctx->ctx->n_past();
+  full.text = g.text.c_str();
+  full.text_len = g.text.size();
+  full.tokens = g.tokens.data();
+  full.load_ms = ctx->model->load_ms;
+  full.prefill_ms = g.timings.prefill_ms;
+  full.decode_ms = g.timings.decode_ms;
+  full.ttft_ms = g.timings.ttft_ms;
+  full.prefill_tokens_per_s = g.timings.prefill_tokens_per_s;
+  full.decode_tokens_per_s = g.timings.decode_tokens_per_s;
+  full.logprobs = g.logprobs.empty() ? nullptr : as_c(g.logprobs.data());
+  full.context_shifts = g.context_shifts;
+  full.n_beams = static_cast<uint32_t>(ctx->last_beams.size());
+  full.beams = ctx->last_beams.empty() ? nullptr : ctx->last_beams.data();
+  write_prefix(full, result);
+}
+
+// Beam search: deterministic, so the sampler fields do not apply; stop strings and logprobs are
+// refused rather than silently ignored. The best beam's text is streamed once at the end.
+Status run_beam_search(lmrt_context* ctx, const lmrt_generate_request& req, const lmrt::GenerateRequest& base,
+                       lmrt_token_callback on_token, void* user_data, lmrt_generate_result* result) {
+  if (!base.stop.empty() || base.top_logprobs >= 0 || base.context_shift)
+    return lmrt::Error(Code::invalid_argument,
+                       "stop strings, logprobs and context shift do not combine with beam search");
+  lmrt::BeamSearchRequest br;
+  br.base = base;
+  br.n_beams = req.n_beams;
+  br.length_penalty = req.length_penalty;
+  ctx->beams.clear();
+  LMRT_RETURN_IF_ERROR(lmrt::beam_search(*ctx->ctx, *ctx->model->tokenizer, br, &ctx->beams, &ctx->last_result));
+  ctx->last_beams.clear();
+  for (const lmrt::Beam& b : ctx->beams)
+    ctx->last_beams.push_back(lmrt_beam{b.tokens.data(), b.tokens.size(), b.text.c_str(), b.text.size(), b.logprob,
+                                        b.score, static_cast<lmrt_finish_reason>(b.finish_reason)});
+  const lmrt::GenerateResult& g = ctx->last_result;
+  if (on_token != nullptr && !g.text.empty()) {
+    lmrt_token_event ev{};
+    ev.struct_size = sizeof ev;
+    ev.token = g.tokens.empty() ? -1 : g.tokens.back();
+    ev.text = g.text.data();
+    ev.text_len = g.text.size();
+    ev.index = static_cast<uint32_t>(g.tokens.size());
+    ev.n_tokens = ev.index;
+    ev.tokens = g.tokens.data();
+    (void)on_token(user_data, &ev);
+  }
+  if (result != nullptr) fill_result(ctx, result);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -80,21 +142,24 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         lmrt::GenerateRequest r;
         if (req.prompt != nullptr)
           r.prompt = req.prompt_len == static_cast<size_t>(-1) ? std::string_view(req.prompt)
-                                                                 : std::string_view(req.prompt, req.prompt_len);
+                                                               : std::string_view(req.prompt, req.prompt_len);
         r.max_tokens = req.max_tokens;
         r.add_bos = req.add_bos != 0;
         r.parse_special = req.parse_special != 0;
         if (req.n_stop > 0 && req.stop == nullptr)
           return lmrt::Error(Code::invalid_argument, "n_stop is set but stop is NULL");
         for (size_t i = 0; i < req.n_stop; ++i) {
-          if (req.stop[i] == nullptr) return lmrt::Error(Code::invalid_argument, "stop[" + std::to_string(i) + "] is NULL");
+          if (req.stop[i] == nullptr)
+            return lmrt::Error(Code::invalid_argument, "stop[" + std::to_string(i) + "] is NULL");
           r.stop.emplace_back(req.stop[i]);
         }
         if (req.logprobs < -1 || req.logprobs > LMRT_MAX_TOP_LOGPROBS)
-          return lmrt::Error(Code::invalid_argument, "logprobs must be -1 (off) or 0.." + std::to_string(LMRT_MAX_TOP_LOGPROBS));
+          return lmrt::Error(Code::invalid_argument,
+                             "logprobs must be -1 (off) or 0.." + std::to_string(LMRT_MAX_TOP_LOGPROBS));
         r.top_logprobs = req.logprobs;
         r.context_shift = req.context_shift != 0;
         r.n_keep = req.n_keep;
+        if (req.n_beams > 1) return run_beam_search(ctx, req, r, on_token, user_data, result);
         std::unique_ptr<lmrt::SamplerChain> chain;
         LMRT_RETURN_IF_ERROR(request_chain(req, &chain));
         r.sampler = chain.get();
@@ -122,33 +187,11 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
           };
         }
         LMRT_RETURN_IF_ERROR(lmrt::generate(*ctx->ctx, *ctx->model->tokenizer, r, sink, &ctx->last_result));
-        if (result != nullptr) {
-          const lmrt::GenerateResult& g = ctx->last_result;
-          lmrt_generate_result full{};
-          full.struct_size = sizeof full;
-          full.finish_reason = static_cast<lmrt_finish_reason>(g.finish_reason);
-          full.prompt_tokens = g.prompt_tokens;
-          full.completion_tokens = g.completion_tokens;
-          full.reused_tokens = g.reused_tokens;
-          full.n_past = ctx->ctx->n_past();
-          full.text = g.text.c_str();
-          full.text_len = g.text.size();
-          full.tokens = g.tokens.data();
-          full.load_ms = ctx->model->load_ms;
-          full.prefill_ms = g.timings.prefill_ms;
-          full.decode_ms = g.timings.decode_ms;
-          full.ttft_ms = g.timings.ttft_ms;
-          full.prefill_tokens_per_s = g.timings.prefill_tokens_per_s;
-          full.decode_tokens_per_s = g.timings.decode_tokens_per_s;
-          full.logprobs = g.logprobs.empty() ? nullptr : as_c(g.logprobs.data());
-          full.context_shifts = g.context_shifts;
-          write_prefix(full, result);
-        }
+        ctx->last_beams.clear();
+        if (result != nullptr) fill_result(ctx, result);
         return Status::Ok();
       },
       [&](const std::string& m) { ctx->last_error = m; });
 }
 
 }  // extern "C"
-
-

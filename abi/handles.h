@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "lmrt/lmrt.h"
+#include "runtime/generate/beam_search.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
 #include "runtime/model/llama_model.h"
@@ -46,5 +47,6 @@ struct lmrt_context {
   std::unique_ptr<lmrt::Context> ctx;
   std::string last_error;
   lmrt::GenerateResult last_result;
-  std::vector<lmrt_beam> last_beams;  // views into beam results for the C struct
+  std::vector<lmrt::Beam> beams;      // the last beam search's beams
+  std::vector<lmrt_beam> last_beams;  // C views of them
 };

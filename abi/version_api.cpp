@@ -1,7 +1,7 @@
 // Versions and the names of statuses and finish reasons.
 #include "abi/api_support.h"
-#include "runtime/generate/generator.h"
 #include "lmrt/lmrt.h"
+#include "runtime/generate/generator.h"
 
 using lmrt::Code;
 using lmrt::Status;

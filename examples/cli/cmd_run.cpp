@@ -1,6 +1,10 @@
 // lmrt run: stream a completion to stdout; --json prints one object with the result at the end.
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "cli_common.h"
 
@@ -19,15 +23,184 @@ int print_piece(void* user, const lmrt_token_event* ev) {
   return 0;
 }
 
+std::string piece_of(lmrt_model* model, int32_t token) {
+  char buf[256];
+  size_t len = 0;
+  if (lmrt_token_to_piece(model, token, buf, sizeof buf, &len) != LMRT_OK) return "";
+  return std::string(buf, len);
+}
+
+std::string ids_json(const int32_t* ids, size_t n) {
+  std::string out = "[";
+  for (size_t i = 0; i < n; ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+// {"token":..,"text":..,"logprob":..}; the text of a byte token may be part of a character, so it
+// is escaped byte-wise by json_string.
+std::string logprob_json(lmrt_model* model, const lmrt_logprob& lp) {
+  char num[32];
+  std::snprintf(num, sizeof num, "%.6g", lp.logprob);
+  return "{\"token\":" + std::to_string(lp.token) + ",\"text\":" + cli::json_string(piece_of(model, lp.token)) +
+         ",\"logprob\":" + num + "}";
+}
+
+std::string result_json(lmrt_model* model, const lmrt_generate_result& res) {
+  char buf[1024];
+  std::string out = "{\"text\":" + cli::json_string(std::string(res.text, res.text_len)) +
+                    ",\"tokens\":" + ids_json(res.tokens, res.completion_tokens);
+  std::snprintf(
+      buf, sizeof buf,
+      ",\"finish_reason\":\"%s\",\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,\"total_tokens\":%u},"
+      "\"timings\":{\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"ttft_ms\":%.3f,"
+      "\"prefill_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f},\"context_shifts\":%u",
+      lmrt_finish_reason_str(res.finish_reason), res.prompt_tokens, res.completion_tokens,
+      res.prompt_tokens + res.completion_tokens, res.load_ms, res.prefill_ms, res.decode_ms, res.ttft_ms,
+      res.prefill_tokens_per_s, res.decode_tokens_per_s, res.context_shifts);
+  out += buf;
+  if (res.logprobs != nullptr) {
+    out += ",\"logprobs\":[";
+    for (uint32_t i = 0; i < res.completion_tokens; ++i) {
+      const lmrt_token_logprobs& lp = res.logprobs[i];
+      std::string item = logprob_json(model, lp.chosen);
+      item.pop_back();
+      item += ",\"top\":[";
+      for (uint32_t j = 0; j < lp.n_top; ++j) item += (j ? "," : "") + logprob_json(model, lp.top[j]);
+      out += (i ? "," : "") + item + "]}";
+    }
+    out += "]";
+  }
+  if (res.n_beams > 0) {
+    out += ",\"beams\":[";
+    for (uint32_t b = 0; b < res.n_beams; ++b) {
+      const lmrt_beam& beam = res.beams[b];
+      std::snprintf(buf, sizeof buf, ",\"logprob\":%.6f,\"score\":%.6f,\"finish_reason\":\"%s\"}", beam.logprob,
+                    beam.score, lmrt_finish_reason_str(beam.finish_reason));
+      out += std::string(b ? "," : "") + "{\"text\":" + cli::json_string(std::string(beam.text, beam.text_len)) +
+             ",\"tokens\":" + ids_json(beam.tokens, beam.n_tokens) + buf;
+    }
+    out += "]";
+  }
+  return out + "}";
+}
+
+bool parse_float(const std::string& text, float* out) {
+  char* end = nullptr;
+  errno = 0;
+  const float v = std::strtof(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0) return false;
+  *out = v;
+  return true;
+}
+
+// Fills the sampling, stop, logprob, beam and context-shift fields from the options; prints the
+// error and returns false for a bad value.
+bool apply_sampling_options(const cli::Args& args, lmrt_generate_request* req, std::vector<lmrt_logit_bias>* biases,
+                            std::vector<std::string>* stops, std::string* samplers) {
+  struct FloatOpt {
+    const char* name;
+    float* field;
+  } floats[] = {{"temp", &req->temperature},
+                {"top-p", &req->top_p},
+                {"min-p", &req->min_p},
+                {"typical", &req->typical_p},
+                {"repeat-penalty", &req->repeat_penalty},
+                {"presence-penalty", &req->presence_penalty},
+                {"frequency-penalty", &req->frequency_penalty},
+                {"length-penalty", &req->length_penalty}};
+  for (const FloatOpt& f : floats)
+    if (args.has(f.name) && !parse_float(args.get(f.name), f.field)) {
+      cli::print_error("run", std::string("--") + f.name + " needs a number");
+      return false;
+    }
+  long long v = 0;
+  struct IntOpt {
+    const char* name;
+    long long lo, hi;
+  } ints[] = {{"top-k", 0, 1 << 24},
+              {"repeat-last-n", 0, 1 << 20},
+              {"logprobs", 0, LMRT_MAX_TOP_LOGPROBS},
+              {"beams", 1, 16},
+              {"keep", 0, 1 << 20}};
+  for (const IntOpt& o : ints) {
+    if (!args.has(o.name)) continue;
+    if (!cli::parse_int(args.get(o.name), o.lo, o.hi, &v)) {
+      cli::print_error("run", std::string("--") + o.name + " needs a whole number from " + std::to_string(o.lo) +
+                                  " to " + std::to_string(o.hi));
+      return false;
+    }
+    const std::string n = o.name;
+    if (n == "top-k") req->top_k = static_cast<int32_t>(v);
+    if (n == "repeat-last-n") req->repeat_last_n = static_cast<int32_t>(v);
+    if (n == "logprobs") req->logprobs = static_cast<int32_t>(v);
+    if (n == "beams") req->n_beams = static_cast<uint32_t>(v);
+    if (n == "keep") req->n_keep = static_cast<uint32_t>(v);
+  }
+  if (args.has("seed")) {
+    char* end = nullptr;
+    const std::string s = args.get("seed");
+    req->seed = std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0') {
+      cli::print_error("run", "--seed needs a whole number");
+      return false;
+    }
+  }
+  for (auto [it, last] = args.values.equal_range("logit-bias"); it != last; ++it) {
+    const std::string& kv = it->second;
+    const size_t eq = kv.find('=');
+    long long id = 0;
+    float bias = 0;
+    if (eq == std::string::npos || !cli::parse_int(kv.substr(0, eq), 0, 1 << 24, &id) ||
+        !(kv.substr(eq + 1) == "-inf" ? (bias = -INFINITY, true) : parse_float(kv.substr(eq + 1), &bias))) {
+      cli::print_error("run", "--logit-bias needs TOKEN_ID=BIAS (BIAS may be -inf), got '" + kv + "'");
+      return false;
+    }
+    biases->push_back({static_cast<int32_t>(id), bias});
+  }
+  req->logit_bias = biases->data();
+  req->n_logit_bias = static_cast<uint32_t>(biases->size());
+  for (auto [it, last] = args.values.equal_range("stop"); it != last; ++it) stops->push_back(it->second);
+  if (args.has("samplers")) {
+    *samplers = args.get("samplers");
+    req->samplers = samplers->c_str();
+  }
+  req->context_shift = args.has("context-shift") ? 1 : 0;
+  return true;
+}
+
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
   cli::Args args;
   std::string error;
   const std::vector<cli::OptionSpec> spec = {
-      {"model", "m", true},   {"prompt", "p", true},   {"n-predict", "n", true},
-      {"threads", "t", true}, {"ctx-size", "c", true}, {"json", "", false},
-      {"no-bos", "", false},  {"special", "", false},  {"kv-f32", "", false},
+      {"model", "m", true},
+      {"prompt", "p", true},
+      {"n-predict", "n", true},
+      {"threads", "t", true},
+      {"ctx-size", "c", true},
+      {"json", "", false},
+      {"no-bos", "", false},
+      {"special", "", false},
+      {"kv-f32", "", false},
+      {"temp", "", true},
+      {"top-k", "", true},
+      {"top-p", "", true},
+      {"min-p", "", true},
+      {"typical", "", true},
+      {"repeat-penalty", "", true},
+      {"repeat-last-n", "", true},
+      {"presence-penalty", "", true},
+      {"frequency-penalty", "", true},
+      {"logit-bias", "", true},
+      {"seed", "", true},
+      {"samplers", "", true},
+      {"stop", "", true},
+      {"logprobs", "", true},
+      {"beams", "", true},
+      {"keep", "", true},
+      {"context-shift", "", false},
+      {"length-penalty", "", true},
   };
   if (!cli::parse_args(argc, argv, 2, spec, &args, &error)) {
     cli::print_error("run", error);
@@ -75,6 +248,18 @@ int cmd_run(int argc, char** argv) {
   req.max_tokens = static_cast<int32_t>(n);
   req.add_bos = args.has("no-bos") ? 0 : 1;
   req.parse_special = args.has("special") ? 1 : 0;
+  std::vector<lmrt_logit_bias> biases;
+  std::vector<std::string> stop_strings;
+  std::vector<const char*> stops;
+  std::string samplers;
+  if (!apply_sampling_options(args, &req, &biases, &stop_strings, &samplers)) {
+    lmrt_context_free(ctx);
+    lmrt_model_close(model);
+    return 2;
+  }
+  for (const std::string& st : stop_strings) stops.push_back(st.c_str());
+  req.stop = stops.data();
+  req.n_stop = stops.size();
   lmrt_generate_result res;
   res.struct_size = sizeof res;
   StreamState st{args.has("json")};
@@ -84,17 +269,7 @@ int cmd_run(int argc, char** argv) {
     cli::print_error("generation failed", std::string(lmrt_status_str(s)) + ": " + lmrt_context_last_error(ctx));
     rc = 1;
   } else if (st.json) {
-    std::string tokens;
-    for (uint32_t i = 0; i < res.completion_tokens; ++i) tokens += (i ? "," : "") + std::to_string(res.tokens[i]);
-    std::printf(
-        "{\"text\":%s,\"tokens\":[%s],\"finish_reason\":\"%s\","
-        "\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,\"total_tokens\":%u},"
-        "\"timings\":{\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"ttft_ms\":%.3f,"
-        "\"prefill_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f}}\n",
-        cli::json_string(std::string(res.text, res.text_len)).c_str(), tokens.c_str(),
-        lmrt_finish_reason_str(res.finish_reason), res.prompt_tokens, res.completion_tokens,
-        res.prompt_tokens + res.completion_tokens, res.load_ms, res.prefill_ms, res.decode_ms, res.ttft_ms,
-        res.prefill_tokens_per_s, res.decode_tokens_per_s);
+    std::printf("%s\n", result_json(model, res).c_str());
   } else {
     std::printf("\n");
     std::fprintf(stderr, "[%s: %u prompt + %u generated tokens, prefill %.1f tok/s, decode %.1f tok/s]\n",

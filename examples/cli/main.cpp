@@ -10,6 +10,11 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: lmrt COMMAND [options]\n"
                "  run       -m MODEL -p PROMPT [-n N] [-t THREADS] [-c CTX] [--json]   stream a completion\n"
+               "            sampling: --temp T --top-k K --top-p P --min-p P --typical P --repeat-penalty R\n"
+               "              --repeat-last-n N --presence-penalty X --frequency-penalty X --logit-bias ID=BIAS\n"
+               "              --seed S --samplers SPEC (e.g. \"top_k(40) top_p(0.9) temperature(0.7) dist\")\n"
+               "            --stop STR (repeatable) --logprobs N --beams K [--length-penalty L]\n"
+               "            --context-shift [--keep N] --no-bos --special --kv-f32\n"
                "  info      -m MODEL [--json]                                          model summary\n"
                "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
                "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",

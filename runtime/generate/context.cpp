@@ -71,6 +71,27 @@ Status Context::eval(const int32_t* tokens, size_t n) {
   return Status::Ok();
 }
 
+Status Context::eval_batch(const GraphBatch& b) {
+  if (b.n == 0 || b.n > LlamaGraph::kMaxLogitRows || b.n > params_.n_batch)
+    return Error(Code::invalid_argument,
+                 "a view batch holds 1 to " + std::to_string(LlamaGraph::kMaxLogitRows) + " tokens");
+  const uint32_t n_vocab = model_.hparams().n_vocab;
+  for (uint32_t t = 0; t < b.n; ++t) {
+    if (b.tokens[t] < 0 || static_cast<uint32_t>(b.tokens[t]) >= n_vocab)
+      return Error(Code::invalid_argument, "token " + std::to_string(b.tokens[t]) + " is outside the vocabulary");
+    if (b.slot_of(t) >= params_.n_ctx || b.pos_of(t) >= params_.n_ctx || b.n_visible(t) > params_.n_ctx)
+      return Error(Code::invalid_argument, "a batch slot, position or view lies outside the context");
+    for (uint32_t i = 0; i < b.n_visible(t); ++i)
+      if (b.visible_slot(t, i) >= params_.n_ctx)
+        return Error(Code::invalid_argument, "a view slot lies outside the context");
+  }
+  GraphBatch all = b;
+  all.all_logits = true;
+  graph_->forward(all, *kv_, *pool_);
+  last_eval_count_ = 0;
+  return Status::Ok();
+}
+
 const float* Context::logits(size_t i) const {
   if (last_eval_count_ == 0 || i >= last_eval_count_) return nullptr;
   if (!params_.logits_all) return i == last_eval_count_ - 1 ? graph_->logits(0) : nullptr;

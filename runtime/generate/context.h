@@ -35,6 +35,7 @@ class Context {
   uint32_t n_past() const { return static_cast<uint32_t>(tokens_.size()); }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   size_t kv_bytes() const { return kv_->bytes(); }
+  const KvArena& kv() const { return *kv_; }
   size_t scratch_bytes() const { return graph_->scratch_bytes(); }
 
   // Evaluates tokens after those already held, in batches of n_batch. Errors: invalid_argument
@@ -43,6 +44,13 @@ class Context {
   // Logits of token i of the last eval (the last token's is i = n - 1); nullptr when i is not kept.
   const float* logits(size_t i) const;
   size_t last_eval_count() const { return last_eval_count_; }
+  // Runs a batch with its own positions, slots and views (beam search) and keeps every token's
+  // logits (batch.n <= LlamaGraph::kMaxLogitRows); the held tokens are not changed, so the caller
+  // truncates afterwards. Errors: invalid_argument for slots or views outside the arena.
+  Status eval_batch(const GraphBatch& batch);
+  // Logits of token i of the last eval_batch.
+  const float* batch_logits(uint32_t i) const { return graph_->logits(i); }
+
   // Forgets tokens from position n_keep on (their KV entries are simply overwritten later).
   void truncate(uint32_t n_keep);
   // Drops n_discard tokens after the first n_keep and moves the rest down (see

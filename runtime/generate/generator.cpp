@@ -15,9 +15,9 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 int32_t argmax(const float* x, size_t n) { return static_cast<int32_t>(std::max_element(x, x + n) - x); }
 
-// Evaluates the prompt after the longest prefix the context already holds; at least the last
-// prompt token is evaluated again so that its logits are fresh.
-Status prefill(Context& ctx, const std::vector<int32_t>& prompt, uint32_t* reused) {
+}  // namespace
+
+Status prefill_prompt(Context& ctx, const std::vector<int32_t>& prompt, uint32_t* reused) {
   const std::vector<int32_t>& held = ctx.tokens();
   size_t common = 0;
   while (common < held.size() && common < prompt.size() && held[common] == prompt[common]) ++common;
@@ -26,8 +26,6 @@ Status prefill(Context& ctx, const std::vector<int32_t>& prompt, uint32_t* reuse
   *reused = static_cast<uint32_t>(common);
   return ctx.eval(prompt.data() + common, prompt.size() - common);
 }
-
-}  // namespace
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
@@ -66,8 +64,8 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
   if (req.top_logprobs > kMaxTopLogprobs)
     return Error(Code::invalid_argument, "top_logprobs must be at most " + std::to_string(kMaxTopLogprobs));
   if (req.context_shift && req.n_keep + 2 > ctx.n_ctx())
-    return Error(Code::invalid_argument, "n_keep " + std::to_string(req.n_keep) + " leaves nothing to shift in a context of " +
-                                             std::to_string(ctx.n_ctx()));
+    return Error(Code::invalid_argument, "n_keep " + std::to_string(req.n_keep) +
+                                             " leaves nothing to shift in a context of " + std::to_string(ctx.n_ctx()));
   GenerateResult& r = *result;
   r = GenerateResult{};
 
@@ -112,7 +110,7 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
   };
 
   const auto t_prefill = Clock::now();
-  LMRT_RETURN_IF_ERROR(prefill(ctx, prompt, &r.reused_tokens));
+  LMRT_RETURN_IF_ERROR(prefill_prompt(ctx, prompt, &r.reused_tokens));
   r.timings.prefill_ms = ms_between(t_prefill, Clock::now());
   const size_t n_prefill = prompt.size() - r.reused_tokens;
   if (r.timings.prefill_ms > 0) r.timings.prefill_tokens_per_s = n_prefill * 1000.0 / r.timings.prefill_ms;

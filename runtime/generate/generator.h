@@ -72,6 +72,10 @@ struct TokenSink {
 Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, TokenSink sink,
                 GenerateResult* result);
 
+// Evaluates the prompt after the longest prefix the context already holds (*reused tokens); the
+// last prompt token is always evaluated again so that its logits are fresh.
+Status prefill_prompt(Context& ctx, const std::vector<int32_t>& prompt, uint32_t* reused);
+
 // Tokenizes a request's prompt the way generate() does (an empty prompt becomes BOS alone).
 Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out);
 

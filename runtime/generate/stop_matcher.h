@@ -19,7 +19,10 @@ class StopMatcher {
   bool push(std::string_view text, std::string* out);
   // Releases whatever is still held (generation ended for another reason).
   void flush(std::string* out);
-  void reset() { held_.clear(); stopped_ = false; }
+  void reset() {
+    held_.clear();
+    stopped_ = false;
+  }
   size_t held() const { return held_.size(); }
   bool stopped() const { return stopped_; }
   // The stop string that matched (valid when stopped()).

@@ -42,7 +42,7 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
             g->xq_.allocate(nb * wide_blocks) &&
             g->scores_.allocate(g->n_threads_ * (static_cast<size_t>(params.n_ctx) + hp.head_dim)) &&
             g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
-            g->logits_.allocate((params.logits_all ? nb : 1) * static_cast<size_t>(hp.n_vocab));
+            g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab);
   if (!ok) return Error(Code::out_of_memory, "cannot allocate the forward-pass scratch buffers");
 
   // RoPE as GGUF llama models use it: adjacent pairs (x[2i], x[2i+1]) of the first rope_dim
@@ -101,7 +101,8 @@ void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
   }
 }
 
-void LlamaGraph::attention(uint32_t layer, uint32_t n, uint32_t pos0, const KvArena& kv, ThreadPool& pool) {
+void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool) {
+  const uint32_t n = batch.n;
   const LlamaHparams& hp = model_.hparams();
   const uint32_t hd = hp.head_dim;
   const uint32_t group = hp.n_head / hp.n_head_kv;
@@ -117,17 +118,19 @@ void LlamaGraph::attention(uint32_t layer, uint32_t n, uint32_t pos0, const KvAr
       const uint32_t t = static_cast<uint32_t>(task / hp.n_head);
       const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
       const uint32_t kvh = h / group;
-      const uint32_t n_pos = pos0 + t + 1;  // causal: this token sees positions [0, pos0 + t]
+      const uint32_t n_pos = batch.n_visible(t);
       const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
       for (uint32_t p = 0; p < n_pos; ++p) {
-        load_kv_row(kv.key(layer, p) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(), kv.type(), row, hd);
+        load_kv_row(kv.key(layer, batch.visible_slot(t, p)) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(),
+                    kv.type(), row, hd);
         scores[p] = k_->dot_f32(q, row, hd) * scale;
       }
       k_->softmax(scores, n_pos);
       float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
       std::fill_n(out, hd, 0.0f);
       for (uint32_t p = 0; p < n_pos; ++p) {
-        load_kv_row(kv.value(layer, p) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(), kv.type(), row, hd);
+        load_kv_row(kv.value(layer, batch.visible_slot(t, p)) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(),
+                    kv.type(), row, hd);
         k_->axpy(out, scores[p], row, hd);
       }
     }
@@ -158,7 +161,9 @@ void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint
   }
 }
 
-void LlamaGraph::forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvArena& kv, ThreadPool& pool) {
+void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool) {
+  const int32_t* tokens = batch.tokens;
+  const uint32_t n = batch.n;
   const LlamaHparams& hp = model_.hparams();
   const uint32_t dim = hp.n_embd, kv_dim = hp.kv_dim(), ff = hp.n_ff;
   float* x = x_.data();
@@ -175,12 +180,12 @@ void LlamaGraph::forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvAre
     matmul(L.wk, n, xn, dim, k_cur_.data(), kv_dim, pool);
     matmul(L.wv, n, xn, dim, v_cur_.data(), kv_dim, pool);
     for (uint32_t t = 0; t < n; ++t) {
-      rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, pos0 + t);
-      rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, pos0 + t);
-      kv.store(l, pos0 + t, k_cur_.data() + static_cast<size_t>(t) * kv_dim,
+      rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, batch.pos_of(t));
+      rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, batch.pos_of(t));
+      kv.store(l, batch.slot_of(t), k_cur_.data() + static_cast<size_t>(t) * kv_dim,
                v_cur_.data() + static_cast<size_t>(t) * kv_dim);
     }
-    attention(l, n, pos0, kv, pool);
+    attention(l, batch, kv, pool);
     matmul(L.wo, n, att_out_.data(), dim, xn, dim, pool);
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
 
@@ -194,7 +199,7 @@ void LlamaGraph::forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvAre
   }
 
   // Output: final norm and classifier, for the last token only unless every logit is wanted.
-  const uint32_t first = logits_all_ ? 0 : n - 1;
+  const uint32_t first = logits_all_ || batch.all_logits ? 0 : n - 1;
   const uint32_t count = n - first;
   for (uint32_t t = first; t < n; ++t)
     k_->rmsnorm(xn + (t - first) * dim, x + t * dim, model_.output_norm(), dim, hp.rms_eps);

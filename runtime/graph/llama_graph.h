@@ -23,22 +23,60 @@ struct GraphParams {
   simd::Isa isa = simd::Isa::scalar;
 };
 
+// The arena slots one token attends to, its own included, in position order.
+struct AttentionView {
+  const uint32_t* slots = nullptr;
+  uint32_t n = 0;
+};
+
+// A batch of tokens for forward(). By default token t sits at position pos0 + t, is stored in arena
+// slot pos0 + t and attends causally to slots [0, pos0 + t]. Beam search gives each token its own
+// position, slot and view, so beams share the prompt's slots without copying them.
+struct GraphBatch {
+  const int32_t* tokens = nullptr;
+  uint32_t n = 0;
+  uint32_t pos0 = 0;
+  const uint32_t* pos = nullptr;         // per-token positions (RoPE), or nullptr
+  const uint32_t* slot = nullptr;        // per-token arena slots, or nullptr (= position)
+  const AttentionView* views = nullptr;  // per-token views, or nullptr (causal over [0, position])
+  bool all_logits = false;               // logits for every token (at most kMaxLogitRows), not just the last
+
+  uint32_t pos_of(uint32_t t) const { return pos != nullptr ? pos[t] : pos0 + t; }
+  uint32_t slot_of(uint32_t t) const { return slot != nullptr ? slot[t] : pos_of(t); }
+  uint32_t n_visible(uint32_t t) const { return views != nullptr ? views[t].n : pos_of(t) + 1; }
+  uint32_t visible_slot(uint32_t t, uint32_t i) const { return views != nullptr ? views[t].slots[i] : i; }
+};
+
 class LlamaGraph {
  public:
+  // Logit rows kept besides logits_all: enough for one row per beam of a beam search.
+  static constexpr uint32_t kMaxLogitRows = 16;
+
   // Allocates every buffer a forward pass needs. Errors: invalid_argument, out_of_memory.
   static Status create(const LlamaModel& model, const GraphParams& params, std::unique_ptr<LlamaGraph>* out);
 
   // Runs tokens[0, n) at positions [pos0, pos0 + n) through the model (n <= n_batch,
   // pos0 + n <= n_ctx, every token < n_vocab: the caller checks). Keys and values go to `kv`.
   // Afterwards logits(i) holds the logits of token i (only the last unless logits_all).
-  void forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvArena& kv, ThreadPool& pool);
+  void forward(const int32_t* tokens, uint32_t n, uint32_t pos0, KvArena& kv, ThreadPool& pool) {
+    GraphBatch b;
+    b.tokens = tokens;
+    b.n = n;
+    b.pos0 = pos0;
+    forward(b, kv, pool);
+  }
+  // The general form: every slot and view must lie inside the arena, every view hold at most n_ctx
+  // slots (the caller checks).
+  void forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool);
 
   // Context shift: drops positions [n_keep, n_keep + n_discard) of the arena, moves positions
   // [n_keep + n_discard, n_past) down by n_discard and turns their keys back by n_discard
   // positions (RoPE rotations compose, so the keys then read as if computed at their new places).
   void shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint32_t n_past);
 
-  const float* logits(uint32_t i) const { return logits_.data() + static_cast<size_t>(logits_all_ ? i : 0) * n_vocab_; }
+  // Logits of token i of the last forward() (row 0 holds the last token's unless every token's
+  // logits were computed).
+  const float* logits(uint32_t i) const { return logits_.data() + static_cast<size_t>(i) * n_vocab_; }
   uint32_t n_batch() const { return n_batch_; }
   bool logits_all() const { return logits_all_; }
   const simd::Kernels& kernels() const { return *k_; }
@@ -50,7 +88,7 @@ class LlamaGraph {
   // y[t * ldy + r] = W row r . x row t, for all rows of W, split across the pool.
   void matmul(const WeightView& w, uint32_t n_tok, const float* x, size_t ldx, float* y, size_t ldy, ThreadPool& pool);
   void rope(float* vec, uint32_t n_heads, uint32_t pos) const;
-  void attention(uint32_t layer, uint32_t n, uint32_t pos0, const KvArena& kv, ThreadPool& pool);
+  void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool);
 
   const LlamaModel& model_;
   const simd::Kernels* k_ = nullptr;

@@ -64,6 +64,38 @@ TEST(Cli, InfoAndTokenize) {
   EXPECT_EQ(tok.out.rfind("1 ", 0), 0u) << tok.out;  // BOS first
 }
 
+TEST(Cli, GenerationControlFlags) {
+  const std::string m = model("TinyStories-656K-Q8_0.gguf");
+  CliRun lp = run_cli("run -m " + m + " -p 'Once upon a time' -n 5 --logprobs 3 --json");
+  ASSERT_EQ(lp.exit_code, 0) << lp.err;
+  EXPECT_NE(lp.out.find("\"logprobs\":[{\"token\":"), std::string::npos) << lp.out;
+  EXPECT_NE(lp.out.find("\"top\":[{"), std::string::npos) << lp.out;
+  CliRun beams = run_cli("run -m " + m + " -p 'Once' -n 6 --beams 3 --json");
+  ASSERT_EQ(beams.exit_code, 0) << beams.err;
+  EXPECT_NE(beams.out.find("\"beams\":[{"), std::string::npos) << beams.out;
+  CliRun stop = run_cli("run -m " + m + " -p 'Once upon a time' -n 60 --stop . --stop '!' --json");
+  ASSERT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_NE(stop.out.find("\"finish_reason\":\"stop\""), std::string::npos) << stop.out;
+  CliRun sampled = run_cli("run -m " + m +
+                           " -p 'Once' -n 20 --temp 0.8 --top-k 40 --top-p 0.9 --min-p 0.05 "
+                           "--typical 0.95 --repeat-penalty 1.1 --repeat-last-n 32 --presence-penalty 0.5 "
+                           "--frequency-penalty 0.5 --logit-bias 2=-inf --seed 11 -c 128 --json");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  CliRun again = run_cli("run -m " + m +
+                         " -p 'Once' -n 20 --temp 0.8 --top-k 40 --top-p 0.9 --min-p 0.05 "
+                         "--typical 0.95 --repeat-penalty 1.1 --repeat-last-n 32 --presence-penalty 0.5 "
+                         "--frequency-penalty 0.5 --logit-bias 2=-inf --seed 11 -c 128 --json");
+  const auto tokens_of = [](const std::string& json) { return json.substr(0, json.find("\"finish_reason\"")); };
+  EXPECT_EQ(tokens_of(sampled.out), tokens_of(again.out)) << "same seed, same tokens";
+  CliRun shift =
+      run_cli("run -m " + model("stories260K.gguf") + " -p 'Once' -n 100 -c 32 --context-shift --keep 1 --json");
+  ASSERT_EQ(shift.exit_code, 0) << shift.err;
+  EXPECT_NE(shift.out.find("\"completion_tokens\":100"), std::string::npos) << shift.out;
+  CliRun spec = run_cli("run -m " + m + " -p x --samplers 'top_k(0.5)'");
+  EXPECT_EQ(spec.exit_code, 1);
+  EXPECT_NE(spec.err.find("top_k"), std::string::npos) << spec.err;
+}
+
 TEST(Cli, ErrorsGoToStderrWithNonZeroExit) {
   CliRun missing = run_cli("run -m /nonexistent.gguf -p hi");
   EXPECT_NE(missing.exit_code, 0);
