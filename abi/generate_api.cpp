@@ -159,7 +159,7 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         r.top_logprobs = req.logprobs;
         r.context_shift = req.context_shift != 0;
         r.n_keep = req.n_keep;
-        if (req.n_beams > 1) return run_beam_search(ctx, req, r, on_token, user_data, result);
+        if (req.n_beams >= 1) return run_beam_search(ctx, req, r, on_token, user_data, result);
         std::unique_ptr<lmrt::SamplerChain> chain;
         LMRT_RETURN_IF_ERROR(request_chain(req, &chain));
         r.sampler = chain.get();

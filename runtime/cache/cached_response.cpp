@@ -12,7 +12,7 @@ namespace {
 // Layout: magic "LMRC", u16 version, u16 flags (0), u64 FNV-1a checksum of everything after it,
 // then the fields in order. Bump kFormatVersion on any change.
 constexpr char kMagic[4] = {'L', 'M', 'R', 'C'};
-constexpr uint16_t kFormatVersion = 1;
+constexpr uint16_t kFormatVersion = 2;  // 2: piece_tokens
 constexpr size_t kHeaderSize = 4 + 2 + 2 + 8;
 
 // FNV-1a 64: each step is a bijection of the running state for a fixed input byte, so any single
@@ -40,7 +40,8 @@ bool operator==(const CachedTokenLogprob& a, const CachedTokenLogprob& b) {
 }
 bool CachedResponse::operator==(const CachedResponse& o) const {
   return text == o.text && tokens == o.tokens && finish_reason == o.finish_reason && prompt_tokens == o.prompt_tokens &&
-         completion_tokens == o.completion_tokens && logprobs == o.logprobs && piece_lengths == o.piece_lengths;
+         completion_tokens == o.completion_tokens && logprobs == o.logprobs && piece_lengths == o.piece_lengths &&
+         piece_tokens == o.piece_tokens;
 }
 
 Status serialize_cached_response(const CachedResponse& r, std::string* out) {
@@ -54,6 +55,10 @@ Status serialize_cached_response(const CachedResponse& r, std::string* out) {
     return Error(Code::invalid_argument, "cached response piece lengths sum to " + std::to_string(piece_sum) +
                                              ", text has " + std::to_string(r.text.size()) + " bytes");
   }
+  uint64_t token_sum = 0;
+  for (uint32_t n : r.piece_tokens) token_sum += n;
+  if (!r.piece_tokens.empty() && (r.piece_tokens.size() != r.piece_lengths.size() || token_sum > r.tokens.size()))
+    return Error(Code::invalid_argument, "cached response piece token counts do not match its pieces and tokens");
   size_t lp_size = 0;
   for (const CachedTokenLogprob& lp : r.logprobs) {
     if (lp.top.size() > kU32Max) return Error(Code::invalid_argument, "cached response too large to store");
@@ -62,7 +67,7 @@ Status serialize_cached_response(const CachedResponse& r, std::string* out) {
 
   cache_codec::ByteWriter w;
   w.reserve(kHeaderSize + 32 + r.text.size() + r.finish_reason.size() + 4 * r.tokens.size() +
-            4 * r.piece_lengths.size() + lp_size);
+            8 * r.piece_lengths.size() + lp_size);
   w.raw(kMagic, sizeof kMagic);
   w.u32(kFormatVersion);  // u16 version + u16 flags (0)
   w.u64(0);               // checksum, filled in below
@@ -74,6 +79,8 @@ Status serialize_cached_response(const CachedResponse& r, std::string* out) {
   for (int32_t t : r.tokens) w.i32(t);
   w.u32(static_cast<uint32_t>(r.piece_lengths.size()));
   for (uint32_t len : r.piece_lengths) w.u32(len);
+  w.u32(static_cast<uint32_t>(r.piece_tokens.size()));
+  for (uint32_t n : r.piece_tokens) w.u32(n);
   w.u32(static_cast<uint32_t>(r.logprobs.size()));
   for (const CachedTokenLogprob& lp : r.logprobs) {
     w.i32(lp.token);
@@ -124,6 +131,15 @@ Status deserialize_cached_response(const uint8_t* data, size_t size, CachedRespo
     piece_sum += len;
   }
   if (!res.piece_lengths.empty() && piece_sum != res.text.size()) return bad("piece lengths do not match the text");
+  if (!r.u32(&n) || uint64_t{n} * 4 > r.remaining()) return bad("piece token count overruns the blob");
+  res.piece_tokens.resize(n);
+  uint64_t token_sum = 0;
+  for (uint32_t& c : res.piece_tokens) {
+    (void)r.u32(&c);
+    token_sum += c;
+  }
+  if (!res.piece_tokens.empty() && (res.piece_tokens.size() != res.piece_lengths.size() || token_sum > res.tokens.size()))
+    return bad("piece token counts do not match the pieces");
   if (!r.u32(&n) || uint64_t{n} * 12 > r.remaining()) return bad("logprob count overruns the blob");
   res.logprobs.resize(n);
   for (CachedTokenLogprob& lp : res.logprobs) {

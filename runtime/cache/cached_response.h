@@ -31,6 +31,9 @@ struct CachedResponse {
   // Byte lengths of the text pieces as the streaming callback received them, so a hit replays the
   // same chunks; they sum to text.size(). Empty: replay the text as one piece.
   std::vector<uint32_t> piece_lengths;
+  // Tokens generated since the previous piece, for each piece (same count as piece_lengths), so a
+  // replay hands the callback the same token ids with each piece. Empty: all with the first.
+  std::vector<uint32_t> piece_tokens;
 
   bool operator==(const CachedResponse&) const;
 };

@@ -85,6 +85,7 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
   const size_t cap = static_cast<size_t>(req.max_tokens);
   r.tokens.reserve(cap);
   r.piece_lengths.reserve(cap + 1);
+  r.piece_tokens.reserve(cap + 1);
   if (req.top_logprobs >= 0) r.logprobs.reserve(cap);
   r.text.reserve(cap * 8);
   std::string piece, assembled, released;
@@ -102,6 +103,7 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
     if (released.empty() && !(final_piece && first_unreported < r.tokens.size())) return true;
     r.text.append(released);
     r.piece_lengths.push_back(static_cast<uint32_t>(released.size()));
+    r.piece_tokens.push_back(static_cast<uint32_t>(r.tokens.size() - first_unreported));
     const size_t first = first_unreported;
     first_unreported = r.tokens.size();
     const bool go_on = sink.fn == nullptr || sink.fn(sink.user, released, r, first, r.tokens.size() - first) == 0;

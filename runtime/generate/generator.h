@@ -56,6 +56,7 @@ struct GenerateResult {
   std::vector<int32_t> tokens;
   std::vector<TokenLogprobs> logprobs;  // one per token when asked for
   std::vector<uint32_t> piece_lengths;  // bytes of each streamed piece, in order
+  std::vector<uint32_t> piece_tokens;   // tokens reported with each streamed piece
   GenerateTimings timings;
 };
 

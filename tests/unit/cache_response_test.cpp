@@ -17,6 +17,7 @@ CachedResponse sample_response(int n_tokens, int n_top) {
     const std::string piece = (i % 5 == 0) ? " \xC3\xA9t\xC3\xA9" : " word" + std::to_string(i);
     r.text += piece;
     r.piece_lengths.push_back(static_cast<uint32_t>(piece.size()));
+    r.piece_tokens.push_back(1);
     r.tokens.push_back(1000 + i);
     CachedTokenLogprob lp;
     lp.token = 1000 + i;
@@ -127,9 +128,19 @@ TEST(CacheResponse, HugeCountsWithAValidChecksumAreRefusedBeforeAllocating) {
   EXPECT_NE(s.message().find("token count"), std::string::npos) << s.message();
 }
 
+TEST(CacheResponse, PieceTokenCountsMustMatchThePieces) {
+  CachedResponse r = sample_response(4, 0);
+  r.piece_tokens.pop_back();
+  std::string blob;
+  EXPECT_EQ(serialize_cached_response(r, &blob).code(), Code::invalid_argument);
+  r = sample_response(4, 0);
+  r.piece_tokens[0] = 9;  // more tokens than the response has
+  EXPECT_EQ(serialize_cached_response(r, &blob).code(), Code::invalid_argument);
+}
+
 TEST(CacheResponse, NewerFormatVersionIsUnsupported) {
   std::string blob = serialized(sample_response(1, 0));
-  blob[4] = 2;  // format version 2
+  blob[4] = static_cast<char>(blob[4] + 1);  // the next format version
   CachedResponse out;
   EXPECT_EQ(parse(blob, &out).code(), Code::unsupported);
 }

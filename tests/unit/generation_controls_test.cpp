@@ -289,7 +289,9 @@ TEST(GenerationControls, BeamSearchOfWidthOneIsGreedy) {
   req.n_beams = 1;
   lmrt_generate_result res;
   EXPECT_EQ(run(h, req, &res), want);
-  // n_beams = 1 goes through the plain path; beam search proper with width 1 too:
+  ASSERT_EQ(res.n_beams, 1u);
+  EXPECT_EQ(std::vector<int32_t>(res.beams[0].tokens, res.beams[0].tokens + res.beams[0].n_tokens), want);
+  EXPECT_EQ(std::string(res.beams[0].text, res.beams[0].text_len), std::string(greedy.text, greedy.text_len));
   req.n_beams = 2;
   lmrt_generate_result two;
   run(h, req, &two);

@@ -324,8 +324,9 @@ typedef struct lmrt_generate_request {
   uint32_t context_shift;   /* 0 (default): a full context finishes with LMRT_FINISH_CONTEXT_FULL;
                                1: keep the first n_keep tokens, drop the oldest half of the rest, go on */
   uint32_t n_keep;
-  uint32_t n_beams;         /* 0 or 1 (default): no beam search; k > 1: beam search of width k (greedy,
-                               deterministic; the sampler fields are ignored); results in result->beams */
+  uint32_t n_beams;         /* 0 (default): no beam search; k >= 1: beam search of width k (deterministic;
+                               the sampler fields are ignored; k = 1 gives the greedy tokens); the k best
+                               sequences are in result->beams */
   float length_penalty;     /* beam score = sum of logprobs / n_tokens^length_penalty; default 1 */
 } lmrt_generate_request;
 
