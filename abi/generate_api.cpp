@@ -3,6 +3,7 @@
 #include "abi/handles.h"
 #include "lmrt/lmrt.h"
 #include "runtime/generate/beam_search.h"
+#include "runtime/generate/cached_generation.h"
 #include "runtime/sampling/chain_from_params.h"
 
 using lmrt::Code;
@@ -47,7 +48,7 @@ Status request_chain(const lmrt_generate_request& req, std::unique_ptr<lmrt::Sam
   return lmrt::make_chain_from_params(p, seed, out);
 }
 
-void fill_result(lmrt_context* ctx, lmrt_generate_result* result) {
+void fill_result(lmrt_context* ctx, lmrt_generate_result* result, const lmrt::CacheOutcome& cache = {}) {
   const lmrt::GenerateResult& g = ctx->last_result;
   lmrt_generate_result full{};
   full.struct_size = sizeof full;
@@ -69,6 +70,9 @@ void fill_result(lmrt_context* ctx, lmrt_generate_result* result) {
   full.context_shifts = g.context_shifts;
   full.n_beams = static_cast<uint32_t>(ctx->last_beams.size());
   full.beams = ctx->last_beams.empty() ? nullptr : ctx->last_beams.data();
+  full.cache_hit = cache.hit ? 1 : 0;
+  full.cache_consulted = cache.consulted ? 1 : 0;
+  full.cache_ms = cache.lookup_ms;
   write_prefix(full, result);
 }
 
@@ -186,9 +190,18 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
             return b->fn(b->user, &ev);
           };
         }
-        LMRT_RETURN_IF_ERROR(lmrt::generate(*ctx->ctx, *ctx->model->tokenizer, r, sink, &ctx->last_result));
+        lmrt::CacheUse use;
+        lmrt_cache* cache = req.cache != nullptr ? req.cache : ctx->cache;
+        use.cache = cache != nullptr ? cache->cache.get() : nullptr;
+        use.fingerprint = ctx->model->fingerprint;
+        use.seeded = req.sampler != nullptr || req.seed != LMRT_SEED_RANDOM;
+        use.version = LMRT_VERSION_NUMBER;
+        lmrt::CacheOutcome outcome;
+        LMRT_RETURN_IF_ERROR(
+            lmrt::generate_cached(*ctx->ctx, *ctx->model->tokenizer, r, use, sink, &ctx->last_result, &outcome));
+        if (!outcome.warning.empty()) cache->errors.set(outcome.warning);
         ctx->last_beams.clear();
-        if (result != nullptr) fill_result(ctx, result);
+        if (result != nullptr) fill_result(ctx, result, outcome);
         return Status::Ok();
       },
       [&](const std::string& m) { ctx->last_error = m; });

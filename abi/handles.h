@@ -1,6 +1,7 @@
 // The structs behind the public opaque handles. Only abi/ sees them.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -8,6 +9,7 @@
 #include <unordered_map>
 
 #include "lmrt/lmrt.h"
+#include "runtime/cache/response_cache.h"
 #include "runtime/generate/beam_search.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
@@ -15,24 +17,42 @@
 #include "runtime/sampling/sampler_chain.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 
+namespace lmrt::abi {
+
+// The "last error" of a handle that several threads share, kept per calling thread.
+class PerThreadError {
+ public:
+  void set(const std::string& message) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    errors_[std::this_thread::get_id()] = message;
+  }
+  const char* get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = errors_.find(std::this_thread::get_id());
+    return it == errors_.end() ? "" : it->second.c_str();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::thread::id, std::string> errors_;
+};
+
+}  // namespace lmrt::abi
+
 struct lmrt_model {
   std::unique_ptr<lmrt::LlamaModel> llama;
   std::unique_ptr<lmrt::SpmTokenizer> tokenizer;
+  std::array<uint8_t, 32> fingerprint{};  // for response-cache keys
   double load_ms = 0;
 
-  // The model is shared by threads, so its "last error" is kept per calling thread.
-  void set_error(const std::string& message) const {
-    std::lock_guard<std::mutex> lock(errors_mu);
-    errors[std::this_thread::get_id()] = message;
-  }
-  const char* last_error() const {
-    std::lock_guard<std::mutex> lock(errors_mu);
-    auto it = errors.find(std::this_thread::get_id());
-    return it == errors.end() ? "" : it->second.c_str();
-  }
+  void set_error(const std::string& message) const { errors.set(message); }
+  const char* last_error() const { return errors.get(); }
+  lmrt::abi::PerThreadError errors;
+};
 
-  mutable std::mutex errors_mu;
-  mutable std::unordered_map<std::thread::id, std::string> errors;
+struct lmrt_cache {
+  std::unique_ptr<lmrt::ResponseCache> cache;
+  lmrt::abi::PerThreadError errors;  // errors and warnings, per calling thread
 };
 
 struct lmrt_sampler {
@@ -44,6 +64,7 @@ struct lmrt_sampler {
 
 struct lmrt_context {
   lmrt_model* model = nullptr;
+  lmrt_cache* cache = nullptr;  // attached with lmrt_context_set_cache
   std::unique_ptr<lmrt::Context> ctx;
   std::string last_error;
   lmrt::GenerateResult last_result;

@@ -4,6 +4,7 @@
 #include "abi/api_support.h"
 #include "abi/handles.h"
 #include "lmrt/lmrt.h"
+#include "runtime/cache/model_fingerprint.h"
 
 using lmrt::Code;
 using lmrt::Status;
@@ -40,6 +41,7 @@ lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, l
                                                    " tokens but the model's embedding has " +
                                                    std::to_string(m->llama->hparams().n_vocab) + " rows");
         LMRT_RETURN_IF_ERROR(lmrt::SpmTokenizer::create(std::move(vocab), &m->tokenizer));
+        m->fingerprint = lmrt::model_fingerprint(m->llama->gguf());
         m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         *out_model = m.release();
         return Status::Ok();

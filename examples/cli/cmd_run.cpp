@@ -53,10 +53,12 @@ std::string result_json(lmrt_model* model, const lmrt_generate_result& res) {
       buf, sizeof buf,
       ",\"finish_reason\":\"%s\",\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,\"total_tokens\":%u},"
       "\"timings\":{\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"ttft_ms\":%.3f,"
-      "\"prefill_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f},\"context_shifts\":%u",
+      "\"prefill_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f},\"context_shifts\":%u,\"cache_hit\":%s,\"cache_ms\":"
+      "%.3f",
       lmrt_finish_reason_str(res.finish_reason), res.prompt_tokens, res.completion_tokens,
       res.prompt_tokens + res.completion_tokens, res.load_ms, res.prefill_ms, res.decode_ms, res.ttft_ms,
-      res.prefill_tokens_per_s, res.decode_tokens_per_s, res.context_shifts);
+      res.prefill_tokens_per_s, res.decode_tokens_per_s, res.context_shifts, res.cache_hit ? "true" : "false",
+      res.cache_ms);
   out += buf;
   if (res.logprobs != nullptr) {
     out += ",\"logprobs\":[";
@@ -201,6 +203,7 @@ int cmd_run(int argc, char** argv) {
       {"keep", "", true},
       {"context-shift", "", false},
       {"length-penalty", "", true},
+      {"cache", "", true},
   };
   if (!cli::parse_args(argc, argv, 2, spec, &args, &error)) {
     cli::print_error("run", error);
@@ -240,6 +243,19 @@ int cmd_run(int argc, char** argv) {
     return 1;
   }
 
+  // A cache that cannot be opened is a warning, never a reason not to generate.
+  lmrt_cache* cache = nullptr;
+  if (args.has("cache")) {
+    lmrt_cache_params kp;
+    lmrt_cache_params_init(&kp);
+    kp.on_warning = [](void*, const char* m) { std::fprintf(stderr, "lmrt: cache: %s\n", m); };
+    char cerr[1024] = {0};
+    if (lmrt_cache_open(args.get("cache").c_str(), &kp, &cache, cerr, sizeof cerr) != LMRT_OK)
+      std::fprintf(stderr, "lmrt: cache: %s (generating without it)\n", cerr);
+    else
+      lmrt_context_set_cache(ctx, cache);
+  }
+
   const std::string prompt = args.get("prompt");
   lmrt_generate_request req;
   lmrt_generate_request_init(&req);
@@ -277,6 +293,7 @@ int cmd_run(int argc, char** argv) {
                  res.prefill_tokens_per_s, res.decode_tokens_per_s);
   }
   lmrt_context_free(ctx);
+  lmrt_cache_close(cache);
   lmrt_model_close(model);
   return rc;
 }

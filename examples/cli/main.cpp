@@ -14,9 +14,10 @@ void usage(FILE* out) {
                "              --repeat-last-n N --presence-penalty X --frequency-penalty X --logit-bias ID=BIAS\n"
                "              --seed S --samplers SPEC (e.g. \"top_k(40) top_p(0.9) temperature(0.7) dist\")\n"
                "            --stop STR (repeatable) --logprobs N --beams K [--length-penalty L]\n"
-               "            --context-shift [--keep N] --no-bos --special --kv-f32\n"
+               "            --context-shift [--keep N] --no-bos --special --kv-f32 --cache FILE\n"
                "  info      -m MODEL [--json]                                          model summary\n"
                "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
+               "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
                "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
                lmrt_version_string(), lmrt_abi_version());
 }
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "info") return cmd_info(argc, argv);
   if (cmd == "tokenize") return cmd_tokenize(argc, argv);
+  if (cmd == "cache") return cmd_cache(argc, argv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());
     return 0;

@@ -138,7 +138,8 @@ Status deserialize_cached_response(const uint8_t* data, size_t size, CachedRespo
     (void)r.u32(&c);
     token_sum += c;
   }
-  if (!res.piece_tokens.empty() && (res.piece_tokens.size() != res.piece_lengths.size() || token_sum > res.tokens.size()))
+  if (!res.piece_tokens.empty() &&
+      (res.piece_tokens.size() != res.piece_lengths.size() || token_sum > res.tokens.size()))
     return bad("piece token counts do not match the pieces");
   if (!r.u32(&n) || uint64_t{n} * 12 > r.remaining()) return bad("logprob count overruns the blob");
   res.logprobs.resize(n);

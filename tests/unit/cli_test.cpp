@@ -96,6 +96,31 @@ TEST(Cli, GenerationControlFlags) {
   EXPECT_NE(spec.err.find("top_k"), std::string::npos) << spec.err;
 }
 
+TEST(Cli, ResponseCacheCommands) {
+  const std::string cache = lmrt::test::write_temp_file("cli-cache.sqlite", "");
+  std::remove(cache.c_str());
+  const std::string cmd = "run -m " + model("stories260K.gguf") + " -p 'Once' -n 30 --json --cache '" + cache + "'";
+  CliRun first = run_cli(cmd);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("\"cache_hit\":false"), std::string::npos) << first.out;
+  CliRun second = run_cli(cmd);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("\"cache_hit\":true"), std::string::npos) << second.out;
+  const auto text_of = [](const std::string& json) { return json.substr(0, json.find("\"finish_reason\"")); };
+  EXPECT_EQ(text_of(first.out), text_of(second.out));
+  CliRun stats = run_cli("cache stats '" + cache + "' --json");
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_NE(stats.out.find("\"entries\":1"), std::string::npos) << stats.out;
+  EXPECT_EQ(run_cli("cache vacuum '" + cache + "'").exit_code, 0);
+  CliRun cleared = run_cli("cache clear '" + cache + "' --json");
+  EXPECT_NE(cleared.out.find("\"entries\":0"), std::string::npos) << cleared.out;
+  EXPECT_EQ(run_cli("cache frobnicate '" + cache + "'").exit_code, 2);
+  // A cache that cannot be opened is a warning; the story is still told.
+  CliRun broken = run_cli("run -m " + model("stories260K.gguf") + " -p 'Once' -n 5 --cache /nonexistent-dir/x.sqlite");
+  EXPECT_EQ(broken.exit_code, 0) << broken.err;
+  EXPECT_NE(broken.err.find("generating without it"), std::string::npos) << broken.err;
+}
+
 TEST(Cli, ErrorsGoToStderrWithNonZeroExit) {
   CliRun missing = run_cli("run -m /nonexistent.gguf -p hi");
   EXPECT_NE(missing.exit_code, 0);

@@ -197,6 +197,62 @@ LMRT_API lmrt_status lmrt_eval(lmrt_context* ctx, const int32_t* tokens, size_t 
  * next call that evaluates. Errors: INVALID_ARGUMENT (nothing evaluated yet, i out of range). */
 LMRT_API lmrt_status lmrt_get_logits(lmrt_context* ctx, size_t i, const float** logits, size_t* n_vocab);
 
+/* ---- response cache ----------------------------------------------------------------------- */
+
+/* A persistent cache of deterministic completions (greedy, or seeded with a deterministic chain)
+ * in one SQLite file that any number of threads and processes may share. Its key covers the model
+ * (a fingerprint of its header, metadata, tensor table and sampled weights), lmrt's version, the
+ * prompt tokens, the canonical sampler chain, seed, max_tokens, stop strings, logprobs and the
+ * context options that change the output. A hit is replayed through the same callback, piece by
+ * piece. The cache never makes a generation fail: a damaged file is renamed
+ * "<path>.damaged-<time>" and replaced (with a warning), an unwritable file or folder gives
+ * read-only use, and errors while looking up or storing become warnings. */
+typedef struct lmrt_cache lmrt_cache;
+
+/* Receives a warning of the cache (a damaged file set aside, read-only use, an ignored error). */
+typedef void (*lmrt_warning_callback)(void* user_data, const char* message);
+
+typedef struct lmrt_cache_params {
+  uint32_t struct_size;
+  uint32_t read_only;       /* 1: look up only, never store */
+  uint64_t max_bytes;       /* cap on stored bytes, least recently used evicted first; default 256 MiB; 0 = none */
+  uint64_t max_entries;     /* default 100000; 0 = none */
+  int64_t ttl_seconds;      /* an entry expires this long after it was stored; 0 (default) = never */
+  uint32_t busy_timeout_ms; /* how long to wait for another process's lock; default 5000 */
+  uint32_t check_on_open;   /* 1 (default): check the file's integrity when opening */
+  lmrt_warning_callback on_warning; /* may be NULL; called on the thread using the cache */
+  void* warning_user_data;
+} lmrt_cache_params;
+
+typedef struct lmrt_cache_stats {
+  uint32_t struct_size;
+  uint32_t read_only;
+  uint64_t hits, misses, stores, evictions, expirations; /* this handle's, since it was opened */
+  uint64_t entries, bytes;                               /* the whole file, now */
+} lmrt_cache_stats;
+
+/* Fills *params with defaults and sets struct_size. */
+LMRT_API lmrt_status lmrt_cache_params_init(lmrt_cache_params* params);
+/* Opens or creates the cache file at path. params: NULL for defaults. The handle may be used by
+ * several threads and contexts at once; it must outlive every context it is attached to.
+ * Errors: INVALID_ARGUMENT, CACHE (no usable cache: locked by another process beyond the timeout,
+ * another application's database, written by a newer lmrt, cannot be created) — the caller then
+ * simply generates without a cache. */
+LMRT_API lmrt_status lmrt_cache_open(const char* path, const lmrt_cache_params* params, lmrt_cache** out_cache,
+                                     char* err, size_t err_size);
+/* Closes the cache. NULL is a no-op. */
+LMRT_API lmrt_status lmrt_cache_close(lmrt_cache* cache);
+/* The message of the calling thread's last failed call on cache, or its last warning ("" if none). */
+LMRT_API const char* lmrt_cache_last_error(const lmrt_cache* cache);
+/* Statistics; the caller sets stats->struct_size. */
+LMRT_API lmrt_status lmrt_cache_get_stats(lmrt_cache* cache, lmrt_cache_stats* stats);
+/* Removes every entry. Errors: CACHE (read-only, locked). */
+LMRT_API lmrt_status lmrt_cache_clear(lmrt_cache* cache);
+/* Rebuilds the file to reclaim free space. Errors: CACHE. */
+LMRT_API lmrt_status lmrt_cache_vacuum(lmrt_cache* cache);
+/* Attaches a cache to a context for every later request (NULL detaches). */
+LMRT_API lmrt_status lmrt_context_set_cache(lmrt_context* ctx, lmrt_cache* cache);
+
 /* ---- generation -------------------------------------------------------------------------- */
 
 typedef enum lmrt_finish_reason {
@@ -328,6 +384,7 @@ typedef struct lmrt_generate_request {
                                the sampler fields are ignored; k = 1 gives the greedy tokens); the k best
                                sequences are in result->beams */
   float length_penalty;     /* beam score = sum of logprobs / n_tokens^length_penalty; default 1 */
+  struct lmrt_cache* cache; /* response cache for this request; NULL (default): the context's, if any */
 } lmrt_generate_request;
 
 /* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets
@@ -366,6 +423,9 @@ typedef struct lmrt_generate_result {
   uint32_t context_shifts;             /* how often the context was shifted */
   uint32_t n_beams;                    /* beams in beams[] (beam search only), best first */
   const struct lmrt_beam* beams;
+  uint32_t cache_hit;       /* 1: replayed from the response cache (no inference ran) */
+  uint32_t cache_consulted; /* 1: the request was deterministic and a cache was in use */
+  double cache_ms;          /* looking the request up (and replaying a hit) */
 } lmrt_generate_result;
 
 /* Generates a completion of request->prompt: tokenizes it, reuses the longest prefix of tokens
