@@ -48,10 +48,8 @@ std::string detokenize(const SpmTokenizer& tok, int32_t prev, const std::vector<
   for (int32_t t : tokens) {
     piece.clear();
     if (!tok.token_to_piece(t, &piece).ok()) continue;
-    std::string_view bytes = piece;
-    if (prev == tok.bos() && tok.vocab().add_space_prefix && !bytes.empty() && bytes[0] == ' ') bytes.remove_prefix(1);
+    utf8.push(visible_piece(tok, prev, piece), &text);
     prev = t;
-    utf8.push(bytes, &text);
   }
   utf8.flush(&text);
   return text;

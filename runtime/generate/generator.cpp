@@ -47,6 +47,11 @@ const char* finish_reason_name(FinishReason r) {
   return "none";
 }
 
+std::string_view visible_piece(const SpmTokenizer& tok, int32_t prev, std::string_view piece) {
+  if (prev == tok.bos() && tok.vocab().add_space_prefix && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
+  return piece;
+}
+
 Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out) {
   LMRT_RETURN_IF_ERROR(tok.tokenize(req.prompt, req.add_bos, req.parse_special, out));
   if (out->empty()) {
@@ -144,9 +149,7 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
 
     piece.clear();
     LMRT_RETURN_IF_ERROR(tok.token_to_piece(next, &piece));
-    // SentencePiece marks word starts with a space; the first word after BOS has none to show.
-    std::string_view bytes = piece;
-    if (prev == tok.bos() && tok.vocab().add_space_prefix && !bytes.empty() && bytes[0] == ' ') bytes.remove_prefix(1);
+    const std::string_view bytes = visible_piece(tok, prev, piece);
     prev = next;
     assembled.clear();
     utf8.push(bytes, &assembled);

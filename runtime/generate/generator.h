@@ -77,6 +77,10 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
 // last prompt token is always evaluated again so that its logits are fresh.
 Status prefill_prompt(Context& ctx, const std::vector<int32_t>& prompt, uint32_t* reused);
 
+// The text a token adds after `prev`: its piece, less the leading space SentencePiece puts on the
+// first word after BOS (that word starts the text, so there is no space to show).
+std::string_view visible_piece(const SpmTokenizer& tok, int32_t prev, std::string_view piece);
+
 // Tokenizes a request's prompt the way generate() does (an empty prompt becomes BOS alone).
 Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out);
 
