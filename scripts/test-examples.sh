@@ -93,7 +93,9 @@ fi
 done_step
 
 step "Rust (cargo build + cargo test, offline)"
-(cd "$work/rust" && cargo build --offline --release --quiet && cargo test --offline --release --quiet 2>&1 | grep -E '^test result|FAILED|panicked' )
+(cd "$work/rust" && cargo build --offline --release --quiet && cargo test --offline --release >"$work/cargo-test.log" 2>&1) ||
+  { cat "$work/cargo-test.log" >&2 2>/dev/null; echo "test-examples: the Rust build or tests failed" >&2; exit 1; }
+grep -E '^test result' "$work/cargo-test.log" | sed 's/^/   /'
 run_example rust "$work/rust/target/release/lmrt-stream-rust"
 done_step
 
