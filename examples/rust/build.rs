@@ -17,7 +17,10 @@ fn pkg_config_variable(name: &str) -> String {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    String::from_utf8(out.stdout).expect("pkg-config prints UTF-8").trim().to_string()
+    String::from_utf8(out.stdout)
+        .expect("pkg-config prints UTF-8")
+        .trim()
+        .to_string()
 }
 
 /// (struct name, field names) of every `pub struct lmrt_*` in src/sys.rs with public fields.
@@ -34,7 +37,9 @@ fn mirrored_structs(sys_rs: &str) -> Vec<(String, Vec<String>)> {
                     structs.push((name, fields));
                 }
             }
-        } else if let (Some((_, fields)), Some(rest)) = (current.as_mut(), line.strip_prefix("pub ")) {
+        } else if let (Some((_, fields)), Some(rest)) =
+            (current.as_mut(), line.strip_prefix("pub "))
+        {
             if let Some((field, _)) = rest.split_once(':') {
                 fields.push(field.trim().to_string());
             }
@@ -57,11 +62,17 @@ fn main() {
     let structs = mirrored_structs(&fs::read_to_string("src/sys.rs").expect("read src/sys.rs"));
 
     // A C program printing "size" and "offset size" lines, in the order of `structs`.
-    let mut probe = String::from("#include <stddef.h>\n#include <stdio.h>\n#include <lmrt/lmrt.h>\nint main(void) {\n");
+    let mut probe = String::from(
+        "#include <stddef.h>\n#include <stdio.h>\n#include <lmrt/lmrt.h>\nint main(void) {\n",
+    );
     for (name, fields) in &structs {
         writeln!(probe, "  printf(\"%zu\\n\", sizeof({name}));").unwrap();
         for f in fields {
-            writeln!(probe, "  printf(\"%zu %zu\\n\", offsetof({name}, {f}), sizeof((({name}*)0)->{f}));").unwrap();
+            writeln!(
+                probe,
+                "  printf(\"%zu %zu\\n\", offsetof({name}, {f}), sizeof((({name}*)0)->{f}));"
+            )
+            .unwrap();
         }
     }
     probe.push_str("  return 0;\n}\n");
@@ -76,8 +87,13 @@ fn main() {
         .arg(&probe_bin)
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler '{cc}' ({e}); set CC"));
-    assert!(status.success(), "the layout probe did not compile against {includedir}/lmrt/lmrt.h");
-    let out = Command::new(&probe_bin).output().expect("run the layout probe");
+    assert!(
+        status.success(),
+        "the layout probe did not compile against {includedir}/lmrt/lmrt.h"
+    );
+    let out = Command::new(&probe_bin)
+        .output()
+        .expect("run the layout probe");
     let measured = String::from_utf8(out.stdout).unwrap();
     let mut lines = measured.lines();
 

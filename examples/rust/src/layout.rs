@@ -31,7 +31,10 @@ pub fn check() -> Result<usize, String> {
     let mut n_fields = 0;
     for s in structs() {
         if s.rust_size > s.c_size {
-            problems.push(format!("{}: {} bytes in Rust, {} in C", s.name, s.rust_size, s.c_size));
+            problems.push(format!(
+                "{}: {} bytes in Rust, {} in C",
+                s.name, s.rust_size, s.c_size
+            ));
         }
         for f in &s.fields {
             n_fields += 1;

@@ -72,7 +72,10 @@ pub fn check_abi() -> Result<()> {
     if loaded != sys::LMRT_ABI_VERSION {
         return Err(Error::new(
             sys::LMRT_ERR_INVALID_ARGUMENT,
-            format!("liblmrt has ABI {loaded}, these bindings expect {}", sys::LMRT_ABI_VERSION),
+            format!(
+                "liblmrt has ABI {loaded}, these bindings expect {}",
+                sys::LMRT_ABI_VERSION
+            ),
         ));
     }
     Ok(())
@@ -110,23 +113,39 @@ impl Model {
     pub fn open(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
         let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
-            Error::new(sys::LMRT_ERR_INVALID_ARGUMENT, format!("{} contains a NUL byte", path.display()))
+            Error::new(
+                sys::LMRT_ERR_INVALID_ARGUMENT,
+                format!("{} contains a NUL byte", path.display()),
+            )
         })?;
         let mut raw = ptr::null_mut();
         let mut err = [0 as c_char; 512];
         // SAFETY: valid NUL-terminated path, out pointer and message buffer of err.len() bytes.
-        let s = unsafe { sys::lmrt_model_open(c_path.as_ptr(), ptr::null(), &mut raw, err.as_mut_ptr(), err.len()) };
+        let s = unsafe {
+            sys::lmrt_model_open(
+                c_path.as_ptr(),
+                ptr::null(),
+                &mut raw,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
         if s != sys::LMRT_OK {
             return Err(Error::new(s, message_from(&err)));
         }
-        NonNull::new(raw)
-            .map(|raw| Model { raw })
-            .ok_or_else(|| Error::new(sys::LMRT_ERR_INVALID_ARGUMENT, "lmrt_model_open returned no model".into()))
+        NonNull::new(raw).map(|raw| Model { raw }).ok_or_else(|| {
+            Error::new(
+                sys::LMRT_ERR_INVALID_ARGUMENT,
+                "lmrt_model_open returned no model".into(),
+            )
+        })
     }
 
     fn last_error(&self, status: sys::lmrt_status) -> Error {
         // SAFETY: a live model; the message is copied before any other call on it.
-        Error::new(status, unsafe { cstr(sys::lmrt_model_last_error(self.raw.as_ptr())) })
+        Error::new(status, unsafe {
+            cstr(sys::lmrt_model_last_error(self.raw.as_ptr()))
+        })
     }
 
     pub fn info(&self) -> Result<ModelInfo> {
@@ -150,7 +169,11 @@ impl Model {
 
     /// Token ids of `text`, with BOS first when `add_bos` and the vocabulary asks for it.
     pub fn tokenize(&self, text: &str, add_bos: bool) -> Result<Vec<i32>> {
-        let flags = if add_bos { sys::LMRT_TOKENIZE_ADD_BOS } else { 0 };
+        let flags = if add_bos {
+            sys::LMRT_TOKENIZE_ADD_BOS
+        } else {
+            0
+        };
         let mut tokens = vec![0i32; text.len() + 2];
         loop {
             let mut n = 0usize;
@@ -248,13 +271,16 @@ struct Stream<'f> {
     panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
-unsafe extern "C" fn on_token(user_data: *mut c_void, event: *const sys::lmrt_token_event) -> c_int {
+unsafe extern "C" fn on_token(
+    user_data: *mut c_void,
+    event: *const sys::lmrt_token_event,
+) -> c_int {
     // SAFETY: user_data is the &mut Stream given to lmrt_generate, alive for the whole call.
     let stream = &mut *(user_data as *mut Stream<'_>);
     let event = &*event;
     let bytes = std::slice::from_raw_parts(event.text.cast::<u8>(), event.text_len);
     let text = String::from_utf8_lossy(bytes); // complete UTF-8 characters by contract
-    // A panic must not unwind into C: catch it, cancel, and resume it after lmrt_generate.
+                                               // A panic must not unwind into C: catch it, cancel, and resume it after lmrt_generate.
     match panic::catch_unwind(AssertUnwindSafe(|| (stream.on_text)(&text))) {
         Ok(ControlFlow::Continue(())) => 0,
         Ok(ControlFlow::Break(())) => 1,
@@ -276,18 +302,39 @@ impl<'m> Context<'m> {
         let mut raw = ptr::null_mut();
         let mut err = [0 as c_char; 512];
         // SAFETY: a live model; out pointer and message buffer of err.len() bytes.
-        let s = unsafe { sys::lmrt_context_create(model.raw.as_ptr(), &p, &mut raw, err.as_mut_ptr(), err.len()) };
+        let s = unsafe {
+            sys::lmrt_context_create(
+                model.raw.as_ptr(),
+                &p,
+                &mut raw,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
         if s != sys::LMRT_OK {
             return Err(Error::new(s, message_from(&err)));
         }
         NonNull::new(raw)
-            .map(|raw| Context { raw, _model: PhantomData })
-            .ok_or_else(|| Error::new(sys::LMRT_ERR_INVALID_ARGUMENT, "lmrt_context_create returned no context".into()))
+            .map(|raw| Context {
+                raw,
+                _model: PhantomData,
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    sys::LMRT_ERR_INVALID_ARGUMENT,
+                    "lmrt_context_create returned no context".into(),
+                )
+            })
     }
 
     /// Greedily completes `prompt`, calling `on_text` with each complete piece of UTF-8 text;
     /// `on_text` returns `ControlFlow::Break(())` to cancel (the result then says `Cancelled`).
-    pub fn generate<F>(&mut self, prompt: &str, max_tokens: i32, mut on_text: F) -> Result<Completion>
+    pub fn generate<F>(
+        &mut self,
+        prompt: &str,
+        max_tokens: i32,
+        mut on_text: F,
+    ) -> Result<Completion>
     where
         F: FnMut(&str) -> ControlFlow<()>,
     {
@@ -300,7 +347,10 @@ impl<'m> Context<'m> {
         req.prompt_len = prompt.len();
         req.max_tokens = max_tokens;
         res.struct_size = std::mem::size_of::<sys::lmrt_generate_result>() as u32;
-        let mut stream = Stream { on_text: &mut on_text, panic: None };
+        let mut stream = Stream {
+            on_text: &mut on_text,
+            panic: None,
+        };
         // SAFETY: a live context used by this thread only (&mut self); req.prompt points to
         // prompt.len() bytes; `stream` outlives the call, which is the only place it is used.
         let s = unsafe {
@@ -317,7 +367,9 @@ impl<'m> Context<'m> {
         }
         if s != sys::LMRT_OK {
             // SAFETY: a live context; the message is copied at once.
-            return Err(Error::new(s, unsafe { cstr(sys::lmrt_context_last_error(self.raw.as_ptr())) }));
+            return Err(Error::new(s, unsafe {
+                cstr(sys::lmrt_context_last_error(self.raw.as_ptr()))
+            }));
         }
         // SAFETY: text and tokens are owned by the context and valid until its next generate;
         // they are copied here, while &mut self is still held.

@@ -11,11 +11,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     lmrt::layout::check().map_err(|e| format!("these bindings do not match lmrt.h:\n{e}"))?;
     lmrt::check_abi()?;
-    let prompt = args.get(2).map(String::as_str).unwrap_or("Once upon a time");
+    let prompt = args
+        .get(2)
+        .map(String::as_str)
+        .unwrap_or("Once upon a time");
     let max_tokens: i32 = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(128);
 
     let model = lmrt::Model::open(&args[1])?;
-    let mut ctx = lmrt::Context::new(&model, lmrt::ContextParams { n_ctx: 256, n_threads: 2 })?;
+    let mut ctx = lmrt::Context::new(
+        &model,
+        lmrt::ContextParams {
+            n_ctx: 256,
+            n_threads: 2,
+        },
+    )?;
     let mut out = std::io::stdout().lock();
     let done = ctx.generate(prompt, max_tokens, |piece| {
         // A closed stdout cancels the generation.
@@ -25,7 +34,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     })?;
     writeln!(out)?;
-    eprintln!("[{:?}: {} prompt + {} generated tokens]", done.finish_reason, done.prompt_tokens, done.completion_tokens);
+    eprintln!(
+        "[{:?}: {} prompt + {} generated tokens]",
+        done.finish_reason, done.prompt_tokens, done.completion_tokens
+    );
     Ok(())
 }
 

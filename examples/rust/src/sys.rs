@@ -139,7 +139,8 @@ extern "C" {
     ) -> lmrt_status;
     pub fn lmrt_model_close(model: *mut lmrt_model) -> lmrt_status;
     pub fn lmrt_model_last_error(model: *const lmrt_model) -> *const c_char;
-    pub fn lmrt_model_get_info(model: *const lmrt_model, info: *mut lmrt_model_info) -> lmrt_status;
+    pub fn lmrt_model_get_info(model: *const lmrt_model, info: *mut lmrt_model_info)
+        -> lmrt_status;
     pub fn lmrt_tokenize(
         model: *const lmrt_model,
         text: *const c_char,
