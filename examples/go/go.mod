@@ -1,0 +1,3 @@
+module lmrt.example/lmrt
+
+go 1.19

@@ -1,0 +1,14 @@
+// The C side of streaming: lmrt calls lmrt_go_on_token, which hands the event to Go together
+// with the cgo.Handle of the Go generation state (carried through user_data).
+#include <stdint.h>
+
+#include "_cgo_export.h"
+
+static int lmrt_go_on_token(void* user_data, const lmrt_token_event* event) {
+  return goOnToken((uintptr_t)user_data, (lmrt_token_event*)event);
+}
+
+lmrt_status lmrt_go_generate(lmrt_context* ctx, const lmrt_generate_request* request, uintptr_t handle,
+                             lmrt_generate_result* result) {
+  return lmrt_generate(ctx, request, lmrt_go_on_token, (void*)handle, result);
+}

@@ -1,0 +1,404 @@
+//! A safe wrapper over lmrt's C ABI: handles are freed by `Drop`, text streams through a closure,
+//! and every failure is an `Error` carrying the status and the library's message.
+//!
+//! ```no_run
+//! let model = lmrt::Model::open("model.gguf")?;
+//! let mut ctx = lmrt::Context::new(&model, lmrt::ContextParams { n_ctx: 256, n_threads: 2 })?;
+//! let done = ctx.generate("Once upon a time", 64, |piece| {
+//!     print!("{piece}");
+//!     std::ops::ControlFlow::Continue(())
+//! })?;
+//! println!("\n[{:?}]", done.finish_reason);
+//! # Ok::<(), lmrt::Error>(())
+//! ```
+pub mod layout;
+pub mod sys;
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::ControlFlow;
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+
+/// A failed lmrt call: the C status code and its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub status: i32,
+    pub message: String,
+}
+
+impl Error {
+    fn new(status: sys::lmrt_status, message: String) -> Self {
+        Error { status, message }
+    }
+    /// The library's name for the status, e.g. "I/O error".
+    pub fn status_name(&self) -> String {
+        // SAFETY: lmrt_status_str returns a static, never-NULL string for any value.
+        unsafe { cstr(sys::lmrt_status_str(self.status)) }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status_name(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Copies a C string the library owns; NULL becomes "".
+unsafe fn cstr(p: *const c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+fn message_from(buf: &[c_char]) -> String {
+    // SAFETY: the library NUL-terminates the message inside the buffer (which starts zeroed).
+    unsafe { cstr(buf.as_ptr()) }
+}
+
+/// Checks that the loaded library speaks the ABI these bindings were written for.
+pub fn check_abi() -> Result<()> {
+    // SAFETY: no arguments.
+    let loaded = unsafe { sys::lmrt_abi_version() };
+    if loaded != sys::LMRT_ABI_VERSION {
+        return Err(Error::new(
+            sys::LMRT_ERR_INVALID_ARGUMENT,
+            format!(
+                "liblmrt has ABI {loaded}, these bindings expect {}",
+                sys::LMRT_ABI_VERSION
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The library's version, "major.minor.patch".
+pub fn version() -> String {
+    // SAFETY: a static string.
+    unsafe { cstr(sys::lmrt_version_string()) }
+}
+
+/// An open model. Immutable and shareable: any number of threads and contexts may use it at once.
+pub struct Model {
+    raw: NonNull<sys::lmrt_model>,
+}
+
+// SAFETY: lmrt.h: "An lmrt_model is immutable once opened and may be used by any number of
+// threads and contexts at once."
+unsafe impl Send for Model {}
+unsafe impl Sync for Model {}
+
+/// A few facts about a model.
+#[derive(Debug, Clone)]
+pub struct ModelInfo {
+    pub architecture: String,
+    pub name: String,
+    pub n_vocab: u32,
+    pub n_layer: u32,
+    pub n_ctx_train: u32,
+    pub n_params: u64,
+}
+
+impl Model {
+    /// Opens a GGUF model file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Model> {
+        let path = path.as_ref();
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+            Error::new(
+                sys::LMRT_ERR_INVALID_ARGUMENT,
+                format!("{} contains a NUL byte", path.display()),
+            )
+        })?;
+        let mut raw = ptr::null_mut();
+        let mut err = [0 as c_char; 512];
+        // SAFETY: valid NUL-terminated path, out pointer and message buffer of err.len() bytes.
+        let s = unsafe {
+            sys::lmrt_model_open(
+                c_path.as_ptr(),
+                ptr::null(),
+                &mut raw,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if s != sys::LMRT_OK {
+            return Err(Error::new(s, message_from(&err)));
+        }
+        NonNull::new(raw).map(|raw| Model { raw }).ok_or_else(|| {
+            Error::new(
+                sys::LMRT_ERR_INVALID_ARGUMENT,
+                "lmrt_model_open returned no model".into(),
+            )
+        })
+    }
+
+    fn last_error(&self, status: sys::lmrt_status) -> Error {
+        // SAFETY: a live model; the message is copied before any other call on it.
+        Error::new(status, unsafe {
+            cstr(sys::lmrt_model_last_error(self.raw.as_ptr()))
+        })
+    }
+
+    pub fn info(&self) -> Result<ModelInfo> {
+        // SAFETY: an all-zero lmrt_model_info is valid (integers and char arrays).
+        let mut info: sys::lmrt_model_info = unsafe { std::mem::zeroed() };
+        info.struct_size = std::mem::size_of::<sys::lmrt_model_info>() as u32;
+        // SAFETY: a live model and a struct of struct_size bytes.
+        let s = unsafe { sys::lmrt_model_get_info(self.raw.as_ptr(), &mut info) };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(ModelInfo {
+            architecture: message_from(&info.architecture),
+            name: message_from(&info.name),
+            n_vocab: info.n_vocab,
+            n_layer: info.n_layer,
+            n_ctx_train: info.n_ctx_train,
+            n_params: info.n_params,
+        })
+    }
+
+    /// Token ids of `text`, with BOS first when `add_bos` and the vocabulary asks for it.
+    pub fn tokenize(&self, text: &str, add_bos: bool) -> Result<Vec<i32>> {
+        let flags = if add_bos {
+            sys::LMRT_TOKENIZE_ADD_BOS
+        } else {
+            0
+        };
+        let mut tokens = vec![0i32; text.len() + 2];
+        loop {
+            let mut n = 0usize;
+            // SAFETY: text is text.len() bytes; tokens has tokens.len() slots.
+            let s = unsafe {
+                sys::lmrt_tokenize(
+                    self.raw.as_ptr(),
+                    text.as_ptr().cast(),
+                    text.len(),
+                    flags,
+                    tokens.as_mut_ptr(),
+                    tokens.len(),
+                    &mut n,
+                )
+            };
+            if s == sys::LMRT_OK {
+                tokens.truncate(n);
+                return Ok(tokens);
+            }
+            if n > tokens.len() {
+                tokens.resize(n, 0); // BUFFER_TOO_SMALL: n is the needed count
+                continue;
+            }
+            return Err(self.last_error(s));
+        }
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        // SAFETY: every Context borrows the Model, so none is left when it drops.
+        unsafe { sys::lmrt_model_close(self.raw.as_ptr()) };
+    }
+}
+
+/// How big a context is; 0 means the library's default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ContextParams {
+    pub n_ctx: u32,
+    pub n_threads: u32,
+}
+
+/// Why a generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    None,
+    Eos,
+    Stop,
+    Length,
+    Cancelled,
+    ContextFull,
+    Error,
+    /// A reason newer than these bindings.
+    Other(u32),
+}
+
+impl FinishReason {
+    fn from_raw(raw: u32) -> Self {
+        match raw {
+            sys::LMRT_FINISH_NONE => FinishReason::None,
+            sys::LMRT_FINISH_EOS => FinishReason::Eos,
+            sys::LMRT_FINISH_STOP => FinishReason::Stop,
+            sys::LMRT_FINISH_LENGTH => FinishReason::Length,
+            sys::LMRT_FINISH_CANCELLED => FinishReason::Cancelled,
+            sys::LMRT_FINISH_CONTEXT_FULL => FinishReason::ContextFull,
+            sys::LMRT_FINISH_ERROR => FinishReason::Error,
+            other => FinishReason::Other(other),
+        }
+    }
+}
+
+/// The outcome of `Context::generate`.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub text: String,
+    pub tokens: Vec<i32>,
+    pub finish_reason: FinishReason,
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+}
+
+/// A generation context on a model: its own KV cache and threads. It borrows the model, so the
+/// model cannot be dropped first; `&mut self` methods keep it to one thread at a time.
+pub struct Context<'m> {
+    raw: NonNull<sys::lmrt_context>,
+    _model: PhantomData<&'m Model>,
+}
+
+// SAFETY: a context may move between threads; it is used by one thread at a time (no Sync).
+unsafe impl Send for Context<'_> {}
+
+/// What the streaming trampoline needs: the caller's closure and a panic it raised, if any.
+struct Stream<'f> {
+    on_text: &'f mut dyn FnMut(&str) -> ControlFlow<()>,
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+unsafe extern "C" fn on_token(
+    user_data: *mut c_void,
+    event: *const sys::lmrt_token_event,
+) -> c_int {
+    // SAFETY: user_data is the &mut Stream given to lmrt_generate, alive for the whole call.
+    let stream = &mut *(user_data as *mut Stream<'_>);
+    let event = &*event;
+    let bytes = std::slice::from_raw_parts(event.text.cast::<u8>(), event.text_len);
+    let text = String::from_utf8_lossy(bytes); // complete UTF-8 characters by contract
+                                               // A panic must not unwind into C: catch it, cancel, and resume it after lmrt_generate.
+    match panic::catch_unwind(AssertUnwindSafe(|| (stream.on_text)(&text))) {
+        Ok(ControlFlow::Continue(())) => 0,
+        Ok(ControlFlow::Break(())) => 1,
+        Err(payload) => {
+            stream.panic = Some(payload);
+            1
+        }
+    }
+}
+
+impl<'m> Context<'m> {
+    pub fn new(model: &'m Model, params: ContextParams) -> Result<Context<'m>> {
+        // SAFETY: an all-zero params struct is valid; _init fills it.
+        let mut p: sys::lmrt_context_params = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer.
+        unsafe { sys::lmrt_context_params_init(&mut p) };
+        p.n_ctx = params.n_ctx;
+        p.n_threads = params.n_threads;
+        let mut raw = ptr::null_mut();
+        let mut err = [0 as c_char; 512];
+        // SAFETY: a live model; out pointer and message buffer of err.len() bytes.
+        let s = unsafe {
+            sys::lmrt_context_create(
+                model.raw.as_ptr(),
+                &p,
+                &mut raw,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if s != sys::LMRT_OK {
+            return Err(Error::new(s, message_from(&err)));
+        }
+        NonNull::new(raw)
+            .map(|raw| Context {
+                raw,
+                _model: PhantomData,
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    sys::LMRT_ERR_INVALID_ARGUMENT,
+                    "lmrt_context_create returned no context".into(),
+                )
+            })
+    }
+
+    /// Greedily completes `prompt`, calling `on_text` with each complete piece of UTF-8 text;
+    /// `on_text` returns `ControlFlow::Break(())` to cancel (the result then says `Cancelled`).
+    pub fn generate<F>(
+        &mut self,
+        prompt: &str,
+        max_tokens: i32,
+        mut on_text: F,
+    ) -> Result<Completion>
+    where
+        F: FnMut(&str) -> ControlFlow<()>,
+    {
+        // SAFETY: all-zero is valid for these structs (integers and NULL pointers).
+        let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
+        let mut res: sys::lmrt_generate_result = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer.
+        unsafe { sys::lmrt_generate_request_init(&mut req) };
+        req.prompt = prompt.as_ptr().cast();
+        req.prompt_len = prompt.len();
+        req.max_tokens = max_tokens;
+        res.struct_size = std::mem::size_of::<sys::lmrt_generate_result>() as u32;
+        let mut stream = Stream {
+            on_text: &mut on_text,
+            panic: None,
+        };
+        // SAFETY: a live context used by this thread only (&mut self); req.prompt points to
+        // prompt.len() bytes; `stream` outlives the call, which is the only place it is used.
+        let s = unsafe {
+            sys::lmrt_generate(
+                self.raw.as_ptr(),
+                &req,
+                Some(on_token),
+                (&mut stream as *mut Stream<'_>).cast(),
+                &mut res,
+            )
+        };
+        if let Some(payload) = stream.panic.take() {
+            panic::resume_unwind(payload);
+        }
+        if s != sys::LMRT_OK {
+            // SAFETY: a live context; the message is copied at once.
+            return Err(Error::new(s, unsafe {
+                cstr(sys::lmrt_context_last_error(self.raw.as_ptr()))
+            }));
+        }
+        // SAFETY: text and tokens are owned by the context and valid until its next generate;
+        // they are copied here, while &mut self is still held.
+        let (text, tokens) = unsafe {
+            let text = if res.text.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(res.text.cast::<u8>(), res.text_len).to_vec()
+            };
+            let tokens = if res.tokens.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(res.tokens, res.completion_tokens as usize).to_vec()
+            };
+            (text, tokens)
+        };
+        Ok(Completion {
+            text: String::from_utf8_lossy(&text).into_owned(),
+            tokens,
+            finish_reason: FinishReason::from_raw(res.finish_reason),
+            prompt_tokens: res.prompt_tokens,
+            completion_tokens: res.completion_tokens,
+        })
+    }
+}
+
+impl Drop for Context<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the context is live and no borrow of its results outlives &mut self.
+        unsafe { sys::lmrt_context_free(self.raw.as_ptr()) };
+    }
+}

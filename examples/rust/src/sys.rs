@@ -1,0 +1,173 @@
+//! The raw C ABI of lmrt.h, declared by hand. Every `#[repr(C)]` struct here is checked field by
+//! field against the C compiler's view of the installed header (see `layout`), so a mistake here
+//! or a layout change in the header fails the build's tests instead of corrupting memory.
+//! build.rs reads this file to list the fields to check: keep one field per line.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_void};
+
+pub type lmrt_status = c_int;
+pub const LMRT_OK: lmrt_status = 0;
+pub const LMRT_ERR_INVALID_ARGUMENT: lmrt_status = 1;
+pub const LMRT_ERR_IO: lmrt_status = 2;
+pub const LMRT_ERR_BAD_FORMAT: lmrt_status = 3;
+
+pub const LMRT_ABI_VERSION: u32 = 0;
+
+pub const LMRT_FINISH_NONE: u32 = 0;
+pub const LMRT_FINISH_EOS: u32 = 1;
+pub const LMRT_FINISH_STOP: u32 = 2;
+pub const LMRT_FINISH_LENGTH: u32 = 3;
+pub const LMRT_FINISH_CANCELLED: u32 = 4;
+pub const LMRT_FINISH_CONTEXT_FULL: u32 = 5;
+pub const LMRT_FINISH_ERROR: u32 = 6;
+
+pub const LMRT_TOKENIZE_ADD_BOS: u32 = 1;
+
+#[repr(C)]
+pub struct lmrt_model {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+pub struct lmrt_context {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct lmrt_model_params {
+    pub struct_size: u32,
+    pub use_mmap: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct lmrt_model_info {
+    pub struct_size: u32,
+    pub architecture: [c_char; 32],
+    pub name: [c_char; 128],
+    pub n_tensors: u32,
+    pub n_params: u64,
+    pub file_bytes: u64,
+    pub n_ctx_train: u32,
+    pub n_vocab: u32,
+    pub n_embd: u32,
+    pub n_layer: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub n_ff: u32,
+    pub bos_token: i32,
+    pub eos_token: i32,
+    pub n_tensors_f32: u32,
+    pub n_tensors_f16: u32,
+    pub n_tensors_bf16: u32,
+    pub n_tensors_q8_0: u32,
+    pub n_tensors_q4_0: u32,
+    pub bytes_f32: u64,
+    pub bytes_f16: u64,
+    pub bytes_bf16: u64,
+    pub bytes_q8_0: u64,
+    pub bytes_q4_0: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct lmrt_context_params {
+    pub struct_size: u32,
+    pub n_ctx: u32,
+    pub n_batch: u32,
+    pub n_threads: u32,
+    pub kv_type: u32,
+    pub logits_all: u32,
+}
+
+#[repr(C)]
+pub struct lmrt_token_event {
+    pub struct_size: u32,
+    pub token: i32,
+    pub text: *const c_char,
+    pub text_len: usize,
+    pub index: u32,
+}
+
+#[repr(C)]
+pub struct lmrt_generate_request {
+    pub struct_size: u32,
+    pub max_tokens: i32,
+    pub prompt: *const c_char,
+    pub prompt_len: usize,
+    pub add_bos: u32,
+    pub parse_special: u32,
+}
+
+#[repr(C)]
+pub struct lmrt_generate_result {
+    pub struct_size: u32,
+    pub finish_reason: u32,
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub reused_tokens: u32,
+    pub n_past: u32,
+    pub text: *const c_char,
+    pub text_len: usize,
+    pub tokens: *const i32,
+    pub load_ms: f64,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+    pub ttft_ms: f64,
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+}
+
+pub type lmrt_token_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const lmrt_token_event) -> c_int>;
+
+extern "C" {
+    pub fn lmrt_abi_version() -> u32;
+    pub fn lmrt_version_string() -> *const c_char;
+    pub fn lmrt_status_str(status: lmrt_status) -> *const c_char;
+    pub fn lmrt_finish_reason_str(reason: u32) -> *const c_char;
+
+    pub fn lmrt_model_params_init(params: *mut lmrt_model_params) -> lmrt_status;
+    pub fn lmrt_model_open(
+        path: *const c_char,
+        params: *const lmrt_model_params,
+        out_model: *mut *mut lmrt_model,
+        err: *mut c_char,
+        err_size: usize,
+    ) -> lmrt_status;
+    pub fn lmrt_model_close(model: *mut lmrt_model) -> lmrt_status;
+    pub fn lmrt_model_last_error(model: *const lmrt_model) -> *const c_char;
+    pub fn lmrt_model_get_info(model: *const lmrt_model, info: *mut lmrt_model_info)
+        -> lmrt_status;
+    pub fn lmrt_tokenize(
+        model: *const lmrt_model,
+        text: *const c_char,
+        text_len: usize,
+        flags: u32,
+        tokens: *mut i32,
+        capacity: usize,
+        n_tokens: *mut usize,
+    ) -> lmrt_status;
+
+    pub fn lmrt_context_params_init(params: *mut lmrt_context_params) -> lmrt_status;
+    pub fn lmrt_context_create(
+        model: *mut lmrt_model,
+        params: *const lmrt_context_params,
+        out_ctx: *mut *mut lmrt_context,
+        err: *mut c_char,
+        err_size: usize,
+    ) -> lmrt_status;
+    pub fn lmrt_context_free(ctx: *mut lmrt_context) -> lmrt_status;
+    pub fn lmrt_context_last_error(ctx: *const lmrt_context) -> *const c_char;
+
+    pub fn lmrt_generate_request_init(request: *mut lmrt_generate_request) -> lmrt_status;
+    pub fn lmrt_generate(
+        ctx: *mut lmrt_context,
+        request: *const lmrt_generate_request,
+        on_token: lmrt_token_callback,
+        user_data: *mut c_void,
+        result: *mut lmrt_generate_result,
+    ) -> lmrt_status;
+}

@@ -1,0 +1,129 @@
+//! The safe wrapper against a real model: $LMRT_MODEL names a GGUF file (scripts/test-examples.sh
+//! sets it to TinyStories-656K-Q8_0.gguf).
+use std::ops::ControlFlow;
+
+fn model_path() -> String {
+    std::env::var("LMRT_MODEL").expect("set LMRT_MODEL to a GGUF model file to run these tests")
+}
+
+#[test]
+fn a_missing_file_is_an_io_error_with_its_name() {
+    let err = lmrt::Model::open("/nonexistent/model.gguf")
+        .err()
+        .expect("opening a missing file must fail");
+    assert_eq!(err.status, lmrt::sys::LMRT_ERR_IO);
+    assert!(err.message.contains("nonexistent"), "{err}");
+}
+
+#[test]
+fn streamed_pieces_add_up_to_the_completion() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    assert_eq!(model.info().unwrap().architecture, "llama");
+    let mut ctx = lmrt::Context::new(
+        &model,
+        lmrt::ContextParams {
+            n_ctx: 128,
+            n_threads: 1,
+        },
+    )
+    .unwrap();
+    let mut streamed = String::new();
+    let done = ctx
+        .generate("Once upon a time", 24, |piece| {
+            streamed.push_str(piece);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert!(!done.text.is_empty());
+    assert_eq!(streamed, done.text);
+    assert_eq!(done.tokens.len(), done.completion_tokens as usize);
+    assert_eq!(
+        done.prompt_tokens as usize,
+        model.tokenize("Once upon a time", true).unwrap().len()
+    );
+}
+
+#[test]
+fn breaking_from_the_closure_cancels() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let mut ctx = lmrt::Context::new(
+        &model,
+        lmrt::ContextParams {
+            n_ctx: 128,
+            n_threads: 1,
+        },
+    )
+    .unwrap();
+    let mut pieces = 0;
+    let done = ctx
+        .generate("Once upon a time", 64, |_| {
+            pieces += 1;
+            if pieces == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    assert_eq!(done.finish_reason, lmrt::FinishReason::Cancelled);
+    assert_eq!(pieces, 3);
+}
+
+#[test]
+fn a_panic_in_the_closure_reaches_the_caller() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let mut ctx = lmrt::Context::new(
+        &model,
+        lmrt::ContextParams {
+            n_ctx: 128,
+            n_threads: 1,
+        },
+    )
+    .unwrap();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ctx.generate("Once upon a time", 8, |_| panic!("stop here"))
+            .ok();
+    }));
+    assert!(caught.is_err());
+    // The context is still usable afterwards.
+    assert!(ctx
+        .generate("Once", 4, |_| ControlFlow::Continue(()))
+        .is_ok());
+}
+
+#[test]
+fn a_model_is_shared_by_threads_each_with_its_own_context() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let alone = lmrt::Context::new(
+        &model,
+        lmrt::ContextParams {
+            n_ctx: 128,
+            n_threads: 1,
+        },
+    )
+    .unwrap()
+    .generate("The little dog", 24, |_| ControlFlow::Continue(()))
+    .unwrap();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut ctx = lmrt::Context::new(
+                        &model,
+                        lmrt::ContextParams {
+                            n_ctx: 128,
+                            n_threads: 1,
+                        },
+                    )
+                    .unwrap();
+                    ctx.generate("The little dog", 24, |_| ControlFlow::Continue(()))
+                        .unwrap()
+                        .text
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), alone.text);
+        }
+    });
+}
