@@ -50,3 +50,4 @@ int cmd_run(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_cache(int argc, char** argv);
+int cmd_plugins(int argc, char** argv);

@@ -4,6 +4,7 @@
 
 #include "cli_common.h"
 
+
 namespace {
 
 void usage(FILE* out) {
@@ -18,6 +19,7 @@ void usage(FILE* out) {
                "  info      -m MODEL [--json]                                          model summary\n"
                "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
                "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
+               "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
                "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
                lmrt_version_string(), lmrt_abi_version());
 }
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "info") return cmd_info(argc, argv);
   if (cmd == "tokenize") return cmd_tokenize(argc, argv);
   if (cmd == "cache") return cmd_cache(argc, argv);
+  if (cmd == "plugins") return cmd_plugins(argc, argv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());
     return 0;

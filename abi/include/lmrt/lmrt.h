@@ -438,6 +438,84 @@ typedef struct lmrt_generate_result {
 LMRT_API lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* request,
                                    lmrt_token_callback on_token, void* user_data, lmrt_generate_result* result);
 
+/* ---- plugins (begin of the plugin block) ---------------------------------------------------
+ * Samplers and stop criteria from shared objects (written against lmrt_plugin.h). Plugins are loaded
+ * into a host object the application creates; there is no global plugin table. Loading runs code
+ * from a file, so it is off until the application enables it (allow_loading = 1). A plugin stays
+ * loaded while anything made from it lives, even after the host is freed.
+ * A host may be used from several threads at once. */
+
+typedef struct lmrt_plugin_host lmrt_plugin_host;
+
+/* Receives plugin log lines: level (LMRT_PLUGIN_LOG_* of lmrt_plugin.h: 0 debug .. 3 error), the
+ * plugin's name and the message (NUL-terminated, valid during the call). Called from any thread. */
+typedef void (*lmrt_plugin_log_callback)(void* user_data, int32_t level, const char* plugin, const char* message);
+
+typedef struct lmrt_plugin_host_params {
+  uint32_t struct_size;
+  uint32_t allow_loading; /* 0 (default): every load is refused with LMRT_ERR_PLUGIN; 1: allowed */
+  uint32_t use_env_path;  /* 1: also search the ':'-separated directories of $LMRT_PLUGIN_PATH (default 0) */
+  uint32_t reserved0;     /* 0 */
+  const char* search_path; /* ':'-separated directories searched for a plugin named without a '/'; NULL: none */
+  lmrt_plugin_log_callback log; /* NULL (default): plugin log lines are dropped */
+  void* log_user_data;
+} lmrt_plugin_host_params;
+
+/* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
+LMRT_API lmrt_status lmrt_plugin_host_params_init(lmrt_plugin_host_params* params);
+
+/* Creates a plugin host with no plugins. params: NULL for defaults (loading disabled).
+ * err/err_size: optional message buffer. Errors: INVALID_ARGUMENT, OUT_OF_MEMORY. */
+LMRT_API lmrt_status lmrt_plugin_host_create(const lmrt_plugin_host_params* params, lmrt_plugin_host** out_host,
+                                             char* err, size_t err_size);
+
+/* Frees a host (plugins stay loaded while samplers made from them live). NULL is a no-op. */
+LMRT_API lmrt_status lmrt_plugin_host_free(lmrt_plugin_host* host);
+
+/* The message of the calling thread's last failed call on host ("" if none). Never NULL. */
+LMRT_API const char* lmrt_plugin_host_last_error(const lmrt_plugin_host* host);
+
+/* Loads one plugin: a path (containing '/') or a bare name looked up in the search directories as
+ * NAME, NAME.so and lmrt-NAME.so. Nothing changes on failure.
+ * Errors: PLUGIN (loading disabled; not a shared object; no lmrt_plugin_init; another plugin-ABI
+ * major; init refused; malformed descriptor; plugin or sampler/stop-criterion name already taken),
+ * IO (file not found), INVALID_ARGUMENT. The message names the file and the reason. */
+LMRT_API lmrt_status lmrt_plugin_load(lmrt_plugin_host* host, const char* path_or_name);
+
+/* Loads every *.so of the search directories (in name order); stops at the first failure.
+ * *n_loaded (may be NULL) receives how many were loaded. Errors: as lmrt_plugin_load. */
+LMRT_API lmrt_status lmrt_plugin_load_search_path(lmrt_plugin_host* host, uint32_t* n_loaded);
+
+#define LMRT_PLUGIN_ENTRY_SAMPLER 0u
+#define LMRT_PLUGIN_ENTRY_STOP_CRITERION 1u
+
+/* Flags of an entry (samplers; the same values as lmrt_plugin.h's LMRT_PLUGIN_SAMPLER_*). */
+#define LMRT_PLUGIN_ENTRY_DETERMINISTIC 1u
+#define LMRT_PLUGIN_ENTRY_SELECTS 2u
+#define LMRT_PLUGIN_ENTRY_USES_RNG 4u
+
+/* One name usable in a chain spec or as a stop criterion. */
+typedef struct lmrt_plugin_entry {
+  uint32_t struct_size;
+  uint32_t kind;           /* LMRT_PLUGIN_ENTRY_SAMPLER or _STOP_CRITERION */
+  const char* name;        /* e.g. "mirostat_v2" */
+  const char* plugin;      /* the plugin's name; "" for a built-in */
+  const char* version;     /* the plugin's version; lmrt's version for a built-in */
+  const char* path;        /* the plugin file; "" for a built-in */
+  const char* description; /* one line; may be "" */
+  uint32_t flags;          /* LMRT_PLUGIN_ENTRY_* */
+} lmrt_plugin_entry;
+
+/* How many entries the host offers now: the built-in samplers, then each loaded plugin's samplers
+ * and stop criteria in load order. */
+LMRT_API lmrt_status lmrt_plugin_host_entry_count(lmrt_plugin_host* host, size_t* count);
+
+/* Fills *entry (caller sets struct_size) with entry i. Its strings belong to the host and stay valid
+ * until the next load on it or its free. Errors: INVALID_ARGUMENT (i out of range). */
+LMRT_API lmrt_status lmrt_plugin_host_get_entry(lmrt_plugin_host* host, size_t i, lmrt_plugin_entry* entry);
+
+/* ---- (end of the plugin block) ------------------------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif
