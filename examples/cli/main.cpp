@@ -12,6 +12,7 @@ void usage(FILE* out) {
                "  run       -m MODEL -p PROMPT [-n N] [-t THREADS] [-c CTX] [--json]   stream a completion\n"
                "  info      -m MODEL [--json]                                          model summary\n"
                "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
+               "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
                "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
                lmrt_version_string(), lmrt_abi_version());
 }
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "info") return cmd_info(argc, argv);
   if (cmd == "tokenize") return cmd_tokenize(argc, argv);
+  if (cmd == "bench") return cmd_bench(argc, argv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());
     return 0;
