@@ -54,7 +54,7 @@ for r in $(seq 1 "$rounds"); do
         echo "round $r/$rounds: $m threads=$t P=$p" >&2
         "$lmrt" bench -m "$f" -t "$t" -p "$p" -n "$gen" --reps 1 --json |
           jq -c --arg m "$m" '{kind:"lmrt", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.peak_rss_mib, file_mib, kv_mib}' >> "$out"
-        "$peer" "$f" "$t" "$p" "$gen" --reps 1 --json 2>/dev/null | tail -1 |
+        "$peer" "$f" "$t" "$p" "$gen" --reps 1 --json 2>/dev/null | sed -n -e "s/^RESULT //" -e "/^{/p" |
           jq -c --arg m "$m" '{kind:"llamacpp", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.rss_mib}' >> "$out"
       done
     done
