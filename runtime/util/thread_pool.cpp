@@ -20,8 +20,7 @@ inline void cpu_relax() {
 // multiplications of a decode step and between tokens, short enough not to burn a core for long when
 // the context goes idle.
 constexpr int kWorkerSpins = 1 << 14;
-// The caller waits for workers that are running the same amount of work; past this it yields so that
-// an oversubscribed machine still makes progress.
+// The caller waits for workers that are running the same amount of work; past this it sleeps.
 constexpr int kCallerSpins = 1 << 12;
 }  // namespace
 
@@ -53,11 +52,19 @@ void ThreadPool::run_erased(JobRef job) {
   generation_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) != 0) generation_.notify_all();
   job.call(job.obj, 0, n);
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
-    if (i < kCallerSpins)
+  // Spin briefly, then sleep until the last worker wakes us: on a busy machine a spinning caller
+  // would take the core from the very worker it waits for.
+  for (int i = 0;; ++i) {
+    size_t left = pending_.load(std::memory_order_acquire);
+    if (left == 0) break;
+    if (i < kCallerSpins) {
       cpu_relax();
-    else
-      std::this_thread::yield();
+      continue;
+    }
+    caller_waiting_.store(true, std::memory_order_seq_cst);
+    left = pending_.load(std::memory_order_seq_cst);
+    if (left != 0) pending_.wait(left, std::memory_order_seq_cst);
+    caller_waiting_.store(false, std::memory_order_relaxed);
   }
 }
 
@@ -78,7 +85,9 @@ void ThreadPool::worker_loop(size_t index) {
     seen = g;
     if (stop_.load(std::memory_order_relaxed)) return;
     job_.call(job_.obj, index, size());
-    pending_.fetch_sub(1, std::memory_order_release);
+    // seq_cst pairs with the caller's caller_waiting_ store: it either sees zero or gets woken.
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_waiting_.load(std::memory_order_seq_cst))
+      pending_.notify_one();
   }
 }
 

@@ -71,6 +71,7 @@ class ThreadPool {
   std::atomic<uint32_t> sleepers_{0};                // workers blocked in generation_.wait()
   std::atomic<bool> stop_{false};
   alignas(64) std::atomic<size_t> pending_{0};  // workers still running the current job
+  std::atomic<bool> caller_waiting_{false};     // the caller sleeps in pending_.wait()
 };
 
 }  // namespace lmrt
