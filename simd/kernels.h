@@ -44,6 +44,10 @@ struct Kernels {
   float (*dot_f32)(const float* a, const float* b, size_t n);
   // y[i] += a * x[i] (attention value accumulation).
   void (*axpy)(float* y, float a, const float* x, size_t n);
+  // sum_i a[i] * fp16(b[i]) and y[i] += a * fp16(x[i]): attention over an F16 KV arena without
+  // converting its rows first.
+  float (*dot_f16)(const float* a, const uint16_t* b, size_t n);
+  void (*axpy_f16)(float* y, float a, const uint16_t* x, size_t n);
 };
 
 // Picks the row-matmul kernel for a weight type.

@@ -412,6 +412,30 @@ void axpy(float* y, float a, const float* x, size_t n) {
   }
 }
 
+float dot_f16(const float* a, const uint16_t* b, size_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  auto h8 = [&](size_t i) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))); };
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), h8(i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), h8(i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), h8(i), s0);
+  float s = hsum(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) s += a[i] * _cvtsh_ss(b[i]);
+  return s;
+}
+
+void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, xv, _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
+}
+
 const Kernels kAvx2 = {
     Isa::avx2,
     matmul<FloatTiles<F32Weights>>,
@@ -426,6 +450,8 @@ const Kernels kAvx2 = {
     add,
     dot_f32,
     axpy,
+    dot_f16,
+    axpy_f16,
 };
 
 }  // namespace

@@ -422,6 +422,36 @@ void axpy(float* y, float a, const float* x, size_t n) {
   }
 }
 
+float dot_f16(const float* a, const uint16_t* b, size_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  auto h16 = [&](size_t i) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i))); };
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), h16(i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), h16(i + 16), s1);
+  }
+  for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), h16(i), s0);
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b + i)), s1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 xv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, xv, _mm512_loadu_ps(y + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    const __m512 xv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, xv, _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
 const Kernels kAvx512 = {
     Isa::avx512,
     matmul<FloatTiles<F32Weights>>,
@@ -436,6 +466,8 @@ const Kernels kAvx512 = {
     add,
     dot_f32,
     axpy,
+    dot_f16,
+    axpy_f16,
 };
 
 }  // namespace

@@ -108,6 +108,16 @@ void axpy(float* y, float a, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+float dot_f16(const float* a, const uint16_t* b, size_t n) {
+  float s = 0.0f;
+  for (size_t i = 0; i < n; ++i) s += a[i] * fp16_to_f32(b[i]);
+  return s;
+}
+
+void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += a * fp16_to_f32(x[i]);
+}
+
 const Kernels kScalar = {
     Isa::scalar,
     matmul_rows<float, float, dot_f32_row, 1>,
@@ -122,6 +132,8 @@ const Kernels kScalar = {
     add,
     dot_f32_row,
     axpy,
+    dot_f16,
+    axpy_f16,
 };
 
 }  // namespace

@@ -51,3 +51,4 @@ int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_cache(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
+int cmd_bench(int argc, char** argv);

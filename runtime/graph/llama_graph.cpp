@@ -9,7 +9,7 @@ namespace lmrt {
 
 namespace {
 
-// Reads kv_row[0, n) of an F16 or F32 arena row as floats into out.
+// Reads kv_row[0, n) of an F16 or F32 arena row as floats into out (context shift).
 void load_kv_row(const uint8_t* row, KvType type, float* out, size_t n) {
   if (type == KvType::f32) {
     std::copy_n(reinterpret_cast<const float*>(row), n, out);
@@ -109,29 +109,34 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const size_t per_thread = static_cast<size_t>(n_ctx_) + hd;
   const size_t n_tasks = static_cast<size_t>(n) * hp.n_head;
+  const bool f16 = kv.type() == KvType::f16;  // rows are read in place, F16 through the kernels
   // scores_ holds one slice per thread of the pool the graph was created for.
   // Each (token, head) pair is independent: split them across threads, each with its own scores.
   pool.run([&](size_t thread, size_t n_threads) {
     float* scores = scores_.data() + thread * per_thread;
-    float* row = scores + n_ctx_;
     for (size_t task = thread; task < n_tasks; task += n_threads) {
       const uint32_t t = static_cast<uint32_t>(task / hp.n_head);
       const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
       const uint32_t kvh = h / group;
       const uint32_t n_pos = batch.n_visible(t);
       const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
-      for (uint32_t p = 0; p < n_pos; ++p) {
-        load_kv_row(kv.key(layer, batch.visible_slot(t, p)) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(),
-                    kv.type(), row, hd);
-        scores[p] = k_->dot_f32(q, row, hd) * scale;
+      const size_t off = static_cast<size_t>(kvh) * hd * kv.entry_bytes();
+      if (f16) {
+        for (uint32_t p = 0; p < n_pos; ++p)
+          scores[p] = k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) * scale;
+      } else {
+        for (uint32_t p = 0; p < n_pos; ++p)
+          scores[p] = k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) * scale;
       }
       k_->softmax(scores, n_pos);
       float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
       std::fill_n(out, hd, 0.0f);
-      for (uint32_t p = 0; p < n_pos; ++p) {
-        load_kv_row(kv.value(layer, batch.visible_slot(t, p)) + static_cast<size_t>(kvh) * hd * kv.entry_bytes(),
-                    kv.type(), row, hd);
-        k_->axpy(out, scores[p], row, hd);
+      if (f16) {
+        for (uint32_t p = 0; p < n_pos; ++p)
+          k_->axpy_f16(out, scores[p], reinterpret_cast<const uint16_t*>(kv.value(layer, batch.visible_slot(t, p)) + off), hd);
+      } else {
+        for (uint32_t p = 0; p < n_pos; ++p)
+          k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, batch.visible_slot(t, p)) + off), hd);
       }
     }
   });

@@ -16,9 +16,12 @@ inline void cpu_relax() {
   __asm__ volatile("yield");
 #endif
 }
-// About 50-100 us of spinning: long enough to bridge the gap between the matrix multiplications of
-// one decode step, short enough not to burn a core between tokens.
-constexpr int kSpinIterations = 2000;
+// A few hundred microseconds of spinning: long enough to bridge the gaps between the matrix
+// multiplications of a decode step and between tokens, short enough not to burn a core for long when
+// the context goes idle.
+constexpr int kWorkerSpins = 1 << 14;
+// The caller waits for workers that are running the same amount of work; past this it sleeps.
+constexpr int kCallerSpins = 1 << 12;
 }  // namespace
 
 ThreadPool::ThreadPool(size_t n_threads) {
@@ -30,12 +33,9 @@ ThreadPool::ThreadPool(size_t n_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    published_generation_.fetch_add(1, std::memory_order_release);
-  }
-  start_cv_.notify_all();
+  stop_.store(true, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  generation_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
@@ -45,38 +45,49 @@ void ThreadPool::run_erased(JobRef job) {
     job.call(job.obj, 0, 1);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = job;
-    pending_ = workers_.size();
-    ++generation_;
-    published_generation_.store(generation_, std::memory_order_release);
-  }
-  start_cv_.notify_all();
+  job_ = job;
+  pending_.store(workers_.size(), std::memory_order_relaxed);
+  // seq_cst pairs with the worker's sleepers_ increment: either it sees the new generation before
+  // sleeping or we see it asleep and wake it.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) != 0) generation_.notify_all();
   job.call(job.obj, 0, n);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
-  job_ = JobRef{nullptr, nullptr};
+  // Spin briefly, then sleep until the last worker wakes us: on a busy machine a spinning caller
+  // would take the core from the very worker it waits for.
+  for (int i = 0;; ++i) {
+    size_t left = pending_.load(std::memory_order_acquire);
+    if (left == 0) break;
+    if (i < kCallerSpins) {
+      cpu_relax();
+      continue;
+    }
+    caller_waiting_.store(true, std::memory_order_seq_cst);
+    left = pending_.load(std::memory_order_seq_cst);
+    if (left != 0) pending_.wait(left, std::memory_order_seq_cst);
+    caller_waiting_.store(false, std::memory_order_relaxed);
+  }
 }
 
 void ThreadPool::worker_loop(size_t index) {
-  uint64_t seen = 0;
+  uint64_t seen = 0;  // the generation at construction: a worker starting late must not skip a job
   for (;;) {
-    for (int i = 0; spin_ && i < kSpinIterations && published_generation_.load(std::memory_order_acquire) == seen; ++i)
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    for (int i = 0; spin_ && g == seen && i < kWorkerSpins; ++i) {
       cpu_relax();
-    JobRef job{nullptr, nullptr};
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
+      g = generation_.load(std::memory_order_acquire);
     }
-    job.call(job.obj, index, size());
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+    while (g == seen) {
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      generation_.wait(seen, std::memory_order_seq_cst);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      g = generation_.load(std::memory_order_acquire);
     }
+    seen = g;
+    if (stop_.load(std::memory_order_relaxed)) return;
+    job_.call(job_.obj, index, size());
+    // seq_cst pairs with the caller's caller_waiting_ store: it either sees zero or gets woken.
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_waiting_.load(std::memory_order_seq_cst))
+      pending_.notify_one();
   }
 }
 

@@ -6,7 +6,7 @@
 //   Q4_0/Q8_0 the integer block sums are exact, so only the per-block float terms are reordered);
 // - rmsnorm, softmax, silu_mul: 1e-5 relative per element (plus 1e-37 absolute for results that
 //   underflow);
-// - axpy: 2 ulp of |y| + |a x|; add: exact;
+// - axpy and axpy_f16: 2 ulp of |y| + |a x|; dot_f16 like dot_f32; add: exact;
 // - quantize_q8_0 and the F16/BF16 widening: bit-exact.
 #include <gtest/gtest.h>
 
@@ -362,6 +362,38 @@ TEST_P(SimdKernels, DotMatchesReference) {
     for (size_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(a[i]) * b[i]);
     ASSERT_NEAR(k().dot_f32(a.data(), b.data(), n), ref().dot_f32(a.data(), b.data(), n), kMatmulTol * mag)
         << "n=" << n;
+  }
+}
+
+std::vector<uint16_t> random_halves(size_t n, uint32_t seed) {
+  std::vector<uint16_t> h(n);
+  const std::vector<float> f = random_floats(n, seed);
+  for (size_t i = 0; i < n; ++i) h[i] = f32_to_fp16(f[i]);
+  return h;
+}
+
+TEST_P(SimdKernels, F16DotMatchesReference) {
+  for (size_t n : kLengths) {
+    const std::vector<float> a = random_floats(n, 71 + static_cast<uint32_t>(n));
+    const std::vector<uint16_t> b = random_halves(n, 72 + static_cast<uint32_t>(n));
+    double mag = 0.0;
+    for (size_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(a[i]) * fp16_to_f32(b[i]));
+    ASSERT_NEAR(k().dot_f16(a.data(), b.data(), n), ref().dot_f16(a.data(), b.data(), n), kMatmulTol * mag)
+        << "n=" << n;
+  }
+}
+
+TEST_P(SimdKernels, F16AxpyMatchesReference) {
+  for (size_t n : kLengths) {
+    const std::vector<uint16_t> x = random_halves(n, 81 + static_cast<uint32_t>(n));
+    const std::vector<float> y = random_floats(n, 82 + static_cast<uint32_t>(n));
+    std::vector<float> want = y, got = y;
+    ref().axpy_f16(want.data(), -0.61f, x.data(), n);
+    k().axpy_f16(got.data(), -0.61f, x.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double mag = std::fabs(y[i]) + std::fabs(0.61 * fp16_to_f32(x[i]));
+      ASSERT_NEAR(got[i], want[i], 2.0 * FLT_EPSILON * mag) << "n=" << n << " i=" << i;
+    }
   }
 }
 

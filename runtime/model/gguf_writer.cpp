@@ -1,0 +1,135 @@
+#include "runtime/model/gguf_writer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace lmrt {
+
+namespace {
+
+template <typename T>
+void put(std::string& out, T v) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  out.append(b, sizeof(T));
+}
+
+void put_str(std::string& out, const std::string& s) {
+  put<uint64_t>(out, s.size());
+  out += s;
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+Status io_error(const std::string& what, const std::string& path) {
+  return Error(Code::io, what + " " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+void GgufWriter::put_key(const std::string& key, GgufValueType type) {
+  put_str(kv_, key);
+  put<uint32_t>(kv_, static_cast<uint32_t>(type));
+  ++n_kv_;
+}
+
+void GgufWriter::add_string(const std::string& key, const std::string& value) {
+  put_key(key, GgufValueType::string);
+  put_str(kv_, value);
+}
+
+void GgufWriter::add_u32(const std::string& key, uint32_t value) {
+  put_key(key, GgufValueType::u32);
+  put<uint32_t>(kv_, value);
+}
+
+void GgufWriter::add_f32(const std::string& key, float value) {
+  put_key(key, GgufValueType::f32);
+  put<float>(kv_, value);
+}
+
+void GgufWriter::add_bool(const std::string& key, bool value) {
+  put_key(key, GgufValueType::boolean);
+  put<uint8_t>(kv_, value ? 1 : 0);
+}
+
+void GgufWriter::add_string_array(const std::string& key, const std::vector<std::string>& values) {
+  put_key(key, GgufValueType::array);
+  put<uint32_t>(kv_, static_cast<uint32_t>(GgufValueType::string));
+  put<uint64_t>(kv_, values.size());
+  for (const std::string& s : values) put_str(kv_, s);
+}
+
+void GgufWriter::add_f32_array(const std::string& key, const std::vector<float>& values) {
+  put_key(key, GgufValueType::array);
+  put<uint32_t>(kv_, static_cast<uint32_t>(GgufValueType::f32));
+  put<uint64_t>(kv_, values.size());
+  for (float v : values) put<float>(kv_, v);
+}
+
+void GgufWriter::add_i32_array(const std::string& key, const std::vector<int32_t>& values) {
+  put_key(key, GgufValueType::array);
+  put<uint32_t>(kv_, static_cast<uint32_t>(GgufValueType::i32));
+  put<uint64_t>(kv_, values.size());
+  for (int32_t v : values) put<int32_t>(kv_, v);
+}
+
+Status GgufWriter::add_tensor(const std::string& name, const std::vector<uint64_t>& ne, TensorType type) {
+  if (ne.empty() || ne.size() > 4)
+    return Error(Code::invalid_argument, "tensor " + name + " must have 1 to 4 dimensions");
+  const TensorTypeTraits tr = tensor_type_traits(type);
+  if (ne[0] == 0 || ne[0] % tr.block_size != 0)
+    return Error(Code::invalid_argument, "tensor " + name + ": row length " + std::to_string(ne[0]) +
+                                             " is not a positive multiple of " + std::to_string(tr.block_size));
+  uint64_t elems = 1;
+  for (uint64_t d : ne) elems *= d;
+  tensors_.push_back({name, ne, type, elems / tr.block_size * tr.block_bytes});
+  return Status::Ok();
+}
+
+Status GgufWriter::write(const std::string& path, const FillFn& fill) const {
+  std::string head;
+  head += "GGUF";
+  put<uint32_t>(head, 3);
+  put<uint64_t>(head, tensors_.size());
+  put<uint64_t>(head, n_kv_);
+  head += kv_;
+  uint64_t offset = 0;
+  for (const Tensor& t : tensors_) {
+    put_str(head, t.name);
+    put<uint32_t>(head, static_cast<uint32_t>(t.ne.size()));
+    for (uint64_t d : t.ne) put<uint64_t>(head, d);
+    put<uint32_t>(head, static_cast<uint32_t>(t.type));
+    put<uint64_t>(head, offset);
+    offset += (t.bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  head.append((kAlignment - head.size() % kAlignment) % kAlignment, '\0');
+
+  const std::string tmp = path + ".tmp";
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
+  if (!f) return io_error("cannot create", tmp);
+  if (std::fwrite(head.data(), 1, head.size(), f.get()) != head.size()) return io_error("cannot write", tmp);
+  std::vector<uint8_t> buf;
+  static const char kZeros[kAlignment] = {};
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const uint64_t bytes = tensors_[i].bytes;
+    try {
+      buf.resize(bytes);
+    } catch (const std::bad_alloc&) {
+      return Error(Code::out_of_memory, "cannot buffer tensor " + tensors_[i].name);
+    }
+    LMRT_RETURN_IF_ERROR(fill(i, buf.data(), bytes));
+    if (std::fwrite(buf.data(), 1, bytes, f.get()) != bytes) return io_error("cannot write", tmp);
+    const size_t pad = (kAlignment - bytes % kAlignment) % kAlignment;
+    if (std::fwrite(kZeros, 1, pad, f.get()) != pad) return io_error("cannot write", tmp);
+  }
+  if (std::fclose(f.release()) != 0) return io_error("cannot close", tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return io_error("cannot rename to", path);
+  return Status::Ok();
+}
+
+}  // namespace lmrt
