@@ -4,6 +4,8 @@
 
 #include "cli_common.h"
 
+int cmd_serve(int argc, char** argv);  // examples/server/serve_main.h
+
 namespace {
 
 void usage(FILE* out) {
@@ -18,6 +20,7 @@ void usage(FILE* out) {
                "  info      -m MODEL [--json]                                          model summary\n"
                "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
                "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
+               "  serve     -m MODEL [--port 8080] [--parallel N] ...                 OpenAI-compatible HTTP server\n"
                "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
                lmrt_version_string(), lmrt_abi_version());
 }
@@ -34,6 +37,7 @@ int main(int argc, char** argv) {
   if (cmd == "info") return cmd_info(argc, argv);
   if (cmd == "tokenize") return cmd_tokenize(argc, argv);
   if (cmd == "cache") return cmd_cache(argc, argv);
+  if (cmd == "serve") return cmd_serve(argc, argv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());
     return 0;
