@@ -242,6 +242,7 @@ std::optional<ApiError> parse_fields(const json& body, Endpoint endpoint, const 
       return bad("samplers", std::string("'samplers': ") + err);
     lmrt_sampler_free(probe);
   }
+  RETURN_IF_ERROR(f.boolean("context_shift", &s.context_shift));
   RETURN_IF_ERROR(parse_logit_bias(f, model.n_vocab, &s.logit_bias));
   if (!s.logit_bias.empty() && !s.samplers.empty())
     return bad("logit_bias", "'logit_bias' cannot be combined with 'samplers'; add logit_bias(...) to the chain");

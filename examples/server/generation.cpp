@@ -59,6 +59,7 @@ ChoiceResult run_choice(lmrt_context* ctx, const std::string& prompt, bool parse
   req.stop = stops.empty() ? nullptr : stops.data();
   req.n_stop = stops.size();
   req.logprobs = p.logprobs;
+  req.context_shift = p.context_shift ? 1 : 0;
 
   CallbackState state{&on_piece, p.logprobs >= 0};
   lmrt_generate_result res;

@@ -29,7 +29,8 @@ struct SamplingParams {
   std::optional<uint64_t> seed;
   std::string samplers;  // lmrt chain spec; when set it replaces the fields above
   std::vector<std::string> stop;
-  int32_t logprobs = -1;  // -1: none; else alternatives per token
+  int32_t logprobs = -1;       // -1: none; else alternatives per token
+  bool context_shift = false;  // on a full context drop the oldest half and go on
 };
 
 struct TokenLogprob {
