@@ -21,6 +21,7 @@ void usage(FILE* out) {
                "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
                "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
                "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
+               "  serve     -m MODEL [--port 8080] [--parallel N] ...                 OpenAI-compatible HTTP server\n"
                "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
                lmrt_version_string(), lmrt_abi_version());
 }
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (cmd == "cache") return cmd_cache(argc, argv);
   if (cmd == "plugins") return cmd_plugins(argc, argv);
   if (cmd == "bench") return cmd_bench(argc, argv);
+  if (cmd == "serve") return cmd_serve(argc, argv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());
     return 0;

@@ -1,0 +1,287 @@
+#include "api_request.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace server {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxChoices = 16;
+constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxPrompts = 16;
+
+ApiError bad(const std::string& param, const std::string& message) {
+  ApiError e;
+  e.message = message;
+  e.param = param;
+  return e;
+}
+
+// Reads optional fields of the body; null counts as absent, as OpenAI's clients send it.
+class Fields {
+ public:
+  explicit Fields(const json& body) : body_(body) {}
+
+  const json* get(const char* name) const {
+    auto it = body_.find(name);
+    if (it == body_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  std::optional<ApiError> number(const char* name, double lo, double hi, float* out) const {
+    const json* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number()) return bad(name, std::string("'") + name + "' must be a number");
+    const double d = v->get<double>();
+    if (!(d >= lo && d <= hi))
+      return bad(name, std::string("'") + name + "' must be between " + fmt(lo) + " and " + fmt(hi));
+    *out = static_cast<float>(d);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> integer(const char* name, long long lo, long long hi, long long* out) const {
+    const json* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number_integer()) return bad(name, std::string("'") + name + "' must be an integer");
+    long long x = 0;
+    if (v->is_number_unsigned()) {
+      const auto u = v->get<unsigned long long>();
+      x = u > static_cast<unsigned long long>(hi) ? hi + (hi < std::numeric_limits<long long>::max() ? 1 : 0)
+                                                  : static_cast<long long>(u);
+    } else {
+      x = v->get<long long>();
+    }
+    if (x < lo || x > hi)
+      return bad(name,
+                 std::string("'") + name + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    *out = x;
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> boolean(const char* name, bool* out) const {
+    const json* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_boolean()) return bad(name, std::string("'") + name + "' must be a boolean");
+    *out = v->get<bool>();
+    return std::nullopt;
+  }
+
+ private:
+  static std::string fmt(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", d);
+    return buf;
+  }
+  const json& body_;
+};
+
+#define RETURN_IF_ERROR(expr)        \
+  do {                               \
+    if (auto e_ = (expr)) return e_; \
+  } while (0)
+
+std::optional<ApiError> parse_stop(const Fields& f, std::vector<std::string>* out) {
+  const json* v = f.get("stop");
+  if (v == nullptr) return std::nullopt;
+  if (v->is_string()) {
+    if (!v->get<std::string>().empty()) out->push_back(v->get<std::string>());
+    return std::nullopt;
+  }
+  if (!v->is_array()) return bad("stop", "'stop' must be a string or an array of strings");
+  if (v->size() > kMaxStops) return bad("stop", "'stop' has more than " + std::to_string(kMaxStops) + " strings");
+  for (const auto& s : *v) {
+    if (!s.is_string()) return bad("stop", "'stop' must be a string or an array of strings");
+    if (!s.get<std::string>().empty()) out->push_back(s.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_logit_bias(const Fields& f, uint32_t n_vocab, std::vector<lmrt_logit_bias>* out) {
+  const json* v = f.get("logit_bias");
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_object()) return bad("logit_bias", "'logit_bias' must be an object mapping token ids to numbers");
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    char* end = nullptr;
+    errno = 0;
+    const long long id = key.empty() ? -1 : std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || errno != 0 || *end != '\0' || id < 0 || id >= static_cast<long long>(n_vocab))
+      return bad("logit_bias", "'logit_bias' key '" + key + "' is not a token id of this model (0.." +
+                                   std::to_string(n_vocab - 1) + ")");
+    if (!it.value().is_number()) return bad("logit_bias", "'logit_bias' values must be numbers");
+    const double b = it.value().get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) return bad("logit_bias", "'logit_bias' values must be between -100 and 100");
+    // OpenAI documents -100 as banning the token.
+    const float bias = b <= -100.0 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b);
+    out->push_back(lmrt_logit_bias{static_cast<int32_t>(id), bias});
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_message_content(const json& content, size_t index, std::string* out) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null()) return std::nullopt;
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) return bad(param, "'" + param + "' must be a string or an array of content parts");
+  for (const auto& part : content) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      return bad(param, "'" + param + "' parts must be objects with a 'type'");
+    if (part["type"] != "text") return bad(param, "'" + param + "': only text content parts are supported");
+    if (!part.contains("text") || !part["text"].is_string())
+      return bad(param, "'" + param + "' text parts need a string 'text'");
+    *out += part["text"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_messages(const Fields& f, ChatTemplate t, ApiRequest* out) {
+  const json* v = f.get("messages");
+  if (v == nullptr) return bad("messages", "'messages' is required");
+  if (!v->is_array() || v->empty()) return bad("messages", "'messages' must be a non-empty array");
+  std::vector<ChatMessage> messages;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return bad(param, "'" + param + "' must be an object");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad(param + ".role", "'" + param + ".role' must be a string");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool")
+      return bad(param + ".role", "'" + param + ".role' must be system, developer, user, assistant or tool");
+    ChatMessage msg{r == "developer" ? "system" : r, ""};
+    auto content = m.find("content");
+    if (content != m.end()) RETURN_IF_ERROR(parse_message_content(*content, i, &msg.content));
+    messages.push_back(std::move(msg));
+  }
+  out->prompts.push_back(render_chat(t, messages));
+  out->parse_special = chat_template_uses_special_tokens(t);
+  for (auto& s : chat_template_stops(t)) out->sampling.stop.push_back(s);
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_prompt(const Fields& f, ApiRequest* out) {
+  const json* v = f.get("prompt");
+  if (v == nullptr) return bad("prompt", "'prompt' is required");
+  if (v->is_string()) {
+    out->prompts.push_back(v->get<std::string>());
+    return std::nullopt;
+  }
+  if (v->is_array() && !v->empty() && v->size() <= kMaxPrompts) {
+    for (const auto& p : *v) {
+      if (!p.is_string())
+        return bad("prompt", "'prompt' must be a string or an array of strings (token arrays are not supported)");
+      out->prompts.push_back(p.get<std::string>());
+    }
+    return std::nullopt;
+  }
+  return bad("prompt", "'prompt' must be a string or an array of 1.." + std::to_string(kMaxPrompts) + " strings");
+}
+
+std::optional<ApiError> parse_fields(const json& body, Endpoint endpoint, const ModelFacts& model, ApiRequest* out) {
+  const Fields f(body);
+  SamplingParams& s = out->sampling;
+  out->endpoint = endpoint;
+
+  if (const json* m = f.get("model"); m != nullptr && !m->is_string()) return bad("model", "'model' must be a string");
+
+  long long n = 1;
+  RETURN_IF_ERROR(f.integer("n", 1, kMaxChoices, &n));
+  out->n = static_cast<int>(n);
+  RETURN_IF_ERROR(f.boolean("stream", &out->stream));
+  if (const json* so = f.get("stream_options")) {
+    if (!so->is_object()) return bad("stream_options", "'stream_options' must be an object");
+    auto iu = so->find("include_usage");
+    if (iu != so->end() && !iu->is_null()) {
+      if (!iu->is_boolean()) return bad("stream_options.include_usage", "'include_usage' must be a boolean");
+      out->include_usage = iu->get<bool>();
+    }
+  }
+
+  // OpenAI's defaults: 16 tokens for completions, up to the context for chat.
+  long long max_tokens = endpoint == Endpoint::kCompletions ? 16 : static_cast<long long>(model.n_ctx);
+  const long long max_allowed = std::numeric_limits<int32_t>::max();
+  if (endpoint == Endpoint::kChat) RETURN_IF_ERROR(f.integer("max_completion_tokens", 1, max_allowed, &max_tokens));
+  if (const json* mt = f.get("max_tokens")) {
+    if (!mt->is_number_integer()) return bad("max_tokens", "'max_tokens' must be an integer");
+    RETURN_IF_ERROR(f.integer("max_tokens", 1, max_allowed, &max_tokens));
+  }
+  s.max_tokens = static_cast<int32_t>(max_tokens);
+
+  RETURN_IF_ERROR(f.number("temperature", 0.0, 100.0, &s.temperature));
+  RETURN_IF_ERROR(f.number("top_p", 0.0, 1.0, &s.top_p));
+  if (s.top_p <= 0.0f) return bad("top_p", "'top_p' must be greater than 0");
+  long long top_k = 0;
+  RETURN_IF_ERROR(f.integer("top_k", 0, 1 << 30, &top_k));
+  s.top_k = static_cast<int32_t>(top_k);
+  RETURN_IF_ERROR(f.number("min_p", 0.0, 1.0, &s.min_p));
+  RETURN_IF_ERROR(f.number("typical_p", 0.0, 1.0, &s.typical_p));
+  if (s.typical_p <= 0.0f) return bad("typical_p", "'typical_p' must be greater than 0");
+  RETURN_IF_ERROR(f.number("repeat_penalty", 0.0, 100.0, &s.repeat_penalty));
+  if (s.repeat_penalty <= 0.0f) return bad("repeat_penalty", "'repeat_penalty' must be greater than 0");
+  long long last_n = 64;
+  RETURN_IF_ERROR(f.integer("repeat_last_n", 0, 1 << 20, &last_n));
+  s.repeat_last_n = static_cast<int32_t>(last_n);
+  RETURN_IF_ERROR(f.number("presence_penalty", -2.0, 2.0, &s.presence_penalty));
+  RETURN_IF_ERROR(f.number("frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
+  if (const json* seed = f.get("seed")) {
+    if (!seed->is_number_integer()) return bad("seed", "'seed' must be an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  if (const json* spec = f.get("samplers")) {
+    if (!spec->is_string()) return bad("samplers", "'samplers' must be a string (an lmrt sampler chain)");
+    s.samplers = spec->get<std::string>();
+    char err[512] = "";
+    lmrt_sampler* probe = nullptr;
+    if (lmrt_sampler_create(s.samplers.c_str(), 0, &probe, err, sizeof err) != LMRT_OK)
+      return bad("samplers", std::string("'samplers': ") + err);
+    lmrt_sampler_free(probe);
+  }
+  RETURN_IF_ERROR(f.boolean("context_shift", &s.context_shift));
+  RETURN_IF_ERROR(parse_logit_bias(f, model.n_vocab, &s.logit_bias));
+  if (!s.logit_bias.empty() && !s.samplers.empty())
+    return bad("logit_bias", "'logit_bias' cannot be combined with 'samplers'; add logit_bias(...) to the chain");
+
+  if (endpoint == Endpoint::kCompletions) {
+    long long lp = -1;
+    if (const json* v = f.get("logprobs"); v != nullptr && !v->is_number_integer())
+      return bad("logprobs", "'logprobs' must be an integer (0.." + std::to_string(LMRT_MAX_TOP_LOGPROBS) + ")");
+    RETURN_IF_ERROR(f.integer("logprobs", 0, LMRT_MAX_TOP_LOGPROBS, &lp));
+    s.logprobs = static_cast<int32_t>(lp);
+    RETURN_IF_ERROR(f.boolean("echo", &out->echo));
+    RETURN_IF_ERROR(parse_prompt(f, out));
+  } else {
+    bool want = false;
+    RETURN_IF_ERROR(f.boolean("logprobs", &want));
+    long long top = 0;
+    RETURN_IF_ERROR(f.integer("top_logprobs", 0, LMRT_MAX_TOP_LOGPROBS, &top));
+    if (f.get("top_logprobs") != nullptr && !want)
+      return bad("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+    s.logprobs = want ? static_cast<int32_t>(top) : -1;
+    RETURN_IF_ERROR(parse_messages(f, model.chat_template, out));
+  }
+  // User stops go after the template's; parse_stop appends.
+  RETURN_IF_ERROR(parse_stop(f, &s.stop));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_api_request(const std::string& body, Endpoint endpoint, const ModelFacts& model,
+                                          ApiRequest* out) {
+  try {
+    const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) return bad("", "the request body is not valid JSON");
+    if (!parsed.is_object()) return bad("", "the request body must be a JSON object");
+    return parse_fields(parsed, endpoint, model, out);
+  } catch (const std::exception& e) {
+    return bad("", std::string("could not read the request: ") + e.what());
+  }
+}
+
+}  // namespace server

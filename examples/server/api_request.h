@@ -1,0 +1,47 @@
+// Turns the JSON body of /v1/completions and /v1/chat/completions into a validated request, or an
+// OpenAI-style error naming the offending field.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat_template.h"
+#include "generation.h"
+
+namespace server {
+
+enum class Endpoint { kCompletions, kChat };
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // "" when none
+  std::string code;   // "" when none
+};
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::vector<std::string> prompts;  // completions: one per prompt; chat: the rendered conversation
+  bool parse_special = false;
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions: prepend the prompt to the text
+  SamplingParams sampling;
+};
+
+// What validation needs to know about the served model.
+struct ModelFacts {
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx = 0;
+  ChatTemplate chat_template = ChatTemplate::kPlain;
+};
+
+// Parses and validates `body`. Unknown fields are ignored; known fields of the wrong type or out of
+// range are errors (status 400). Never throws.
+std::optional<ApiError> parse_api_request(const std::string& body, Endpoint endpoint, const ModelFacts& model,
+                                          ApiRequest* out);
+
+}  // namespace server

@@ -1,0 +1,108 @@
+#include "generation.h"
+
+namespace server {
+namespace {
+
+TokenLogprob to_logprob(const lmrt_token_logprobs& lp) {
+  TokenLogprob out{lp.chosen.token, lp.chosen.logprob, {}};
+  for (uint32_t i = 0; i < lp.n_top && i < LMRT_MAX_TOP_LOGPROBS; ++i)
+    out.top.emplace_back(lp.top[i].token, lp.top[i].logprob);
+  return out;
+}
+
+struct CallbackState {
+  const std::function<bool(const Piece&)>* on_piece;
+  bool want_logprobs;
+};
+
+int on_token(void* user, const lmrt_token_event* ev) {
+  auto* st = static_cast<CallbackState*>(user);
+  if (!*st->on_piece) return 0;
+  Piece piece;
+  piece.text.assign(ev->text, ev->text_len);
+  if (st->want_logprobs && ev->logprobs != nullptr)
+    for (uint32_t i = 0; i < ev->n_tokens; ++i) piece.logprobs.push_back(to_logprob(ev->logprobs[i]));
+  // Exceptions must not cross the C library's frames.
+  try {
+    return (*st->on_piece)(piece) ? 0 : 1;
+  } catch (...) {
+    return 1;
+  }
+}
+
+}  // namespace
+
+ChoiceResult run_choice(lmrt_context* ctx, const std::string& prompt, bool parse_special, const SamplingParams& p,
+                        uint64_t seed_offset, const std::function<bool(const Piece&)>& on_piece) {
+  lmrt_generate_request req;
+  lmrt_generate_request_init(&req);
+  req.prompt = prompt.data();
+  req.prompt_len = prompt.size();
+  req.parse_special = parse_special ? 1 : 0;
+  req.max_tokens = p.max_tokens;
+  req.seed = p.seed ? *p.seed + seed_offset : LMRT_SEED_RANDOM;
+  if (req.seed == LMRT_SEED_RANDOM && p.seed) req.seed = 0;  // a wrapped seed stays deterministic
+  if (!p.samplers.empty()) req.samplers = p.samplers.c_str();
+  req.temperature = p.temperature;
+  req.top_k = p.top_k;
+  req.top_p = p.top_p;
+  req.min_p = p.min_p;
+  req.typical_p = p.typical_p;
+  req.repeat_penalty = p.repeat_penalty;
+  req.repeat_last_n = p.repeat_last_n;
+  req.presence_penalty = p.presence_penalty;
+  req.frequency_penalty = p.frequency_penalty;
+  req.n_logit_bias = static_cast<uint32_t>(p.logit_bias.size());
+  req.logit_bias = p.logit_bias.empty() ? nullptr : p.logit_bias.data();
+  std::vector<const char*> stops;
+  for (const auto& s : p.stop) stops.push_back(s.c_str());
+  req.stop = stops.empty() ? nullptr : stops.data();
+  req.n_stop = stops.size();
+  req.logprobs = p.logprobs;
+  req.context_shift = p.context_shift ? 1 : 0;
+
+  CallbackState state{&on_piece, p.logprobs >= 0};
+  lmrt_generate_result res;
+  res.struct_size = sizeof res;
+  ChoiceResult out;
+  out.status = lmrt_generate(ctx, &req, on_token, &state, &res);
+  if (out.status != LMRT_OK) {
+    out.error = lmrt_context_last_error(ctx);
+    return out;
+  }
+  out.finish = res.finish_reason;
+  out.text.assign(res.text, res.text_len);
+  out.prompt_tokens = res.prompt_tokens;
+  out.completion_tokens = res.completion_tokens;
+  out.ttft_ms = res.ttft_ms;
+  if (res.logprobs != nullptr)
+    for (uint32_t i = 0; i < res.completion_tokens; ++i) out.logprobs.push_back(to_logprob(res.logprobs[i]));
+  return out;
+}
+
+std::optional<size_t> count_prompt_tokens(const lmrt_model* model, const std::string& prompt, bool parse_special,
+                                          std::string* error) {
+  const uint32_t flags = LMRT_TOKENIZE_ADD_BOS | (parse_special ? LMRT_TOKENIZE_PARSE_SPECIAL : 0u);
+  size_t n = 0;
+  const lmrt_status st = lmrt_tokenize(model, prompt.data(), prompt.size(), flags, nullptr, 0, &n);
+  if (st == LMRT_OK || st == LMRT_ERR_BUFFER_TOO_SMALL) return n;
+  *error = lmrt_model_last_error(model);
+  if (error->empty()) *error = lmrt_status_str(st);
+  return std::nullopt;
+}
+
+const char* openai_finish_reason(lmrt_finish_reason r) {
+  switch (r) {
+    case LMRT_FINISH_LENGTH:
+    case LMRT_FINISH_CONTEXT_FULL:
+      return "length";
+    case LMRT_FINISH_CANCELLED:
+      return "cancelled";
+    case LMRT_FINISH_ERROR:
+      return "error";
+    default:
+      return "stop";
+  }
+}
+
+}  // namespace server

@@ -1,0 +1,70 @@
+// Runs one completion choice on a context through the public C API and collects what the
+// OpenAI responses need: pieces of text, per-token logprobs, usage and the finish reason.
+#pragma once
+
+#include <lmrt/lmrt.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace server {
+
+// Sampling and stopping controls of a request, already validated.
+struct SamplingParams {
+  int32_t max_tokens = 16;
+  float temperature = 1.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float typical_p = 1.0f;
+  float repeat_penalty = 1.0f;
+  int32_t repeat_last_n = 64;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  std::vector<lmrt_logit_bias> logit_bias;
+  std::optional<uint64_t> seed;
+  std::string samplers;  // lmrt chain spec; when set it replaces the fields above
+  std::vector<std::string> stop;
+  int32_t logprobs = -1;       // -1: none; else alternatives per token
+  bool context_shift = false;  // on a full context drop the oldest half and go on
+};
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+struct Piece {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;  // the tokens that produced this text (when asked for)
+};
+
+struct ChoiceResult {
+  lmrt_status status = LMRT_OK;
+  std::string error;  // the context's message when status != LMRT_OK
+  lmrt_finish_reason finish = LMRT_FINISH_NONE;
+  std::string text;
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;
+  std::vector<TokenLogprob> logprobs;
+  double ttft_ms = 0;
+};
+
+// Generates one choice. `seed_offset` is added to a given seed so that the n choices of one
+// request differ yet stay reproducible. on_piece (may be empty) returns false to cancel.
+ChoiceResult run_choice(lmrt_context* ctx, const std::string& prompt, bool parse_special, const SamplingParams& p,
+                        uint64_t seed_offset, const std::function<bool(const Piece&)>& on_piece);
+
+// The prompt's token count (BOS included), or nullopt with a message for text lmrt rejects.
+std::optional<size_t> count_prompt_tokens(const lmrt_model* model, const std::string& prompt, bool parse_special,
+                                          std::string* error);
+
+// "stop" / "length" as OpenAI names the finish reason.
+const char* openai_finish_reason(lmrt_finish_reason r);
+
+}  // namespace server

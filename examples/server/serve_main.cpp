@@ -1,0 +1,157 @@
+// lmrt serve: load the model once, create --parallel contexts and answer the OpenAI-style API until
+// SIGINT or SIGTERM.
+#include "serve_main.h"
+
+#include <httplib.h>
+#include <lmrt/lmrt.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "api_server.h"
+#include "chat_template.h"
+#include "context_pool.h"
+#include "gguf_metadata.h"
+#include "serve_options.h"
+
+namespace server {
+namespace {
+
+void fail(const std::string& message) { std::fprintf(stderr, "lmrt serve: %s\n", message.c_str()); }
+
+void print_cache_warning(void*, const char* message) { std::fprintf(stderr, "lmrt serve: cache: %s\n", message); }
+
+std::string model_id_from_path(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0) name.resize(name.size() - 5);
+  return name;
+}
+
+// Owns the model and cache handles for the server's lifetime.
+struct Handles {
+  lmrt_model* model = nullptr;
+  lmrt_cache* cache = nullptr;
+  ~Handles() {
+    lmrt_cache_close(cache);
+    lmrt_model_close(model);
+  }
+};
+
+int serve(const ServeOptions& opt) {
+  if (!opt.plugin_path.empty()) {
+    fail("--plugin is not available yet: lmrt's public C API has no plugin loader (" + opt.plugin_path + ")");
+    return 2;
+  }
+  ChatTemplate tmpl = ChatTemplate::kPlain;
+  if (opt.chat_template == "auto") {
+    if (auto jinja = read_gguf_string(opt.model_path, "tokenizer.chat_template")) tmpl = detect_chat_template(*jinja);
+  } else if (auto named = chat_template_from_name(opt.chat_template)) {
+    tmpl = *named;
+  } else {
+    fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama2, zephyr, plain)");
+    return 2;
+  }
+
+  Handles h;
+  char err[1024] = "";
+  if (lmrt_status st = lmrt_model_open(opt.model_path.c_str(), nullptr, &h.model, err, sizeof err); st != LMRT_OK) {
+    fail("cannot open model " + opt.model_path + ": " + lmrt_status_str(st) + ": " + err);
+    return 1;
+  }
+  if (!opt.cache_path.empty()) {
+    lmrt_cache_params cp;
+    lmrt_cache_params_init(&cp);
+    cp.on_warning = print_cache_warning;
+    if (lmrt_cache_open(opt.cache_path.c_str(), &cp, &h.cache, err, sizeof err) != LMRT_OK)
+      fail("no response cache (" + std::string(err) + "); going on without one");
+  }
+  lmrt_model_info info;
+  info.struct_size = sizeof info;
+  lmrt_model_get_info(h.model, &info);
+
+  lmrt_context_params cp;
+  lmrt_context_params_init(&cp);
+  cp.n_ctx = opt.ctx_size;
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  cp.n_threads = opt.threads != 0 ? opt.threads : std::max(1u, cpus / opt.parallel);
+  const size_t queue = opt.queue != 0 ? opt.queue : 4u * opt.parallel;
+  std::string why;
+  std::unique_ptr<ContextPool> pool = ContextPool::create(h.model, cp, opt.parallel, queue, h.cache, &why);
+  if (!pool) {
+    fail("cannot create contexts: " + why);
+    return 1;
+  }
+
+  ModelFacts facts{info.n_vocab, pool->n_ctx(), tmpl};
+  ApiServer api(h.model, pool.get(), facts, opt.alias.empty() ? model_id_from_path(opt.model_path) : opt.alias,
+                opt.api_key);
+  httplib::Server http;
+  // Every waiting or generating request holds an HTTP thread, plus room for keep-alive connections
+  // and the quick answers (health, 429).
+  const size_t http_threads = opt.parallel + queue + 16;
+  http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+  http.set_keep_alive_timeout(2);
+  http.set_read_timeout(30);
+  http.set_write_timeout(30);
+  http.set_payload_max_length(16u << 20);
+  api.install(http);
+
+  if (!http.bind_to_port(opt.host, opt.port)) {
+    fail("cannot listen on " + opt.host + ":" + std::to_string(opt.port));
+    return 1;
+  }
+  std::fprintf(stderr,
+               "lmrt serve: %s on http://%s:%d (parallel %u, queue %zu, n_ctx %u, threads %u, chat template %s%s)\n",
+               model_id_from_path(opt.model_path).c_str(), opt.host.c_str(), opt.port, opt.parallel, queue,
+               pool->n_ctx(), cp.n_threads, chat_template_name(tmpl), h.cache != nullptr ? ", cache on" : "");
+
+  // SIGINT/SIGTERM are blocked in every thread and taken by one waiter that stops the server.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    http.stop();
+  });
+  const bool ok = http.listen_after_bind();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // wake the waiter when listening ended otherwise
+  waiter.join();
+  std::fprintf(stderr, "lmrt serve: stopped\n");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace server
+
+int cmd_serve(int argc, char** argv) {
+  server::ServeOptions opt;
+  std::string error;
+  if (!server::parse_serve_options(argc, argv, 2, &opt, &error)) {
+    std::fprintf(stderr, "lmrt serve: %s\n%s", error.c_str(), server::serve_usage());
+    return 2;
+  }
+  if (opt.help) {
+    std::fputs(server::serve_usage(), stdout);
+    return 0;
+  }
+  // A write to a client that went away must fail with EPIPE, not end the process. Stop signals
+  // are blocked before any thread starts so that every thread inherits the mask.
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  try {
+    return server::serve(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lmrt serve: %s\n", e.what());
+    return 1;
+  }
+}

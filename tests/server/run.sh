@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Integration test of `lmrt serve`: tests/server/run.sh [BUILD_DIR] (default build).
+# Needs python3, and node + npm for the openai client check (it installs `openai` into a temporary
+# folder from the npm registry; pass --skip-npm to leave that out).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="${1:-build}"
+[[ "$build" = /* ]] || build="$root/$build"
+shift || true
+model="${LMRT_SHARED_DIR:-$root/../shared}/models/TinyStories-656K-Q8_0.gguf"
+binary="$build/examples/cli/lmrt"
+if ! "$binary" serve --help >/dev/null 2>&1; then
+  echo "tests/server: $binary has no HTTP server (install libcpp-httplib-dev nlohmann-json3-dev)" >&2
+  exit 1
+fi
+exec timeout 600 python3 "$here/server_test.py" "$binary" "$model" "$@"
