@@ -71,6 +71,7 @@ const char* lmrt_cache_last_error(const lmrt_cache* cache) {
 
 lmrt_status lmrt_cache_get_stats(lmrt_cache* cache, lmrt_cache_stats* stats) {
   if (cache == nullptr || stats == nullptr || stats->struct_size < sizeof(uint32_t)) return LMRT_ERR_INVALID_ARGUMENT;
+  cache->errors.clear();
   return guarded(
       [&]() -> Status {
         lmrt::ResponseCacheStats s;
@@ -93,6 +94,7 @@ lmrt_status lmrt_cache_get_stats(lmrt_cache* cache, lmrt_cache_stats* stats) {
 
 lmrt_status lmrt_cache_clear(lmrt_cache* cache) {
   if (cache == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  cache->errors.clear();
   return guarded(
       [&]() -> Status {
         Status s = cache->cache->clear();
@@ -103,6 +105,7 @@ lmrt_status lmrt_cache_clear(lmrt_cache* cache) {
 
 lmrt_status lmrt_cache_vacuum(lmrt_cache* cache) {
   if (cache == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  cache->errors.clear();
   return guarded(
       [&]() -> Status {
         Status s = cache->cache->vacuum();

@@ -12,7 +12,8 @@ using namespace lmrt::abi;
 
 namespace lmrt::abi {
 uint64_t resolve_seed(uint64_t seed);  // sampler_api.cpp
-Status build_chain(const std::string& spec, uint64_t seed, std::unique_ptr<lmrt::SamplerChain>* out);
+Status build_chain(const std::string& spec, uint64_t seed, const lmrt_plugin_host* host,
+                   const lmrt::TokenTextSource* vocab, std::unique_ptr<lmrt::SamplerChain>* out);
 }  // namespace lmrt::abi
 
 namespace {
@@ -27,10 +28,12 @@ const lmrt_token_logprobs* as_c(const lmrt::TokenLogprobs* p) {
 }
 
 // The chain a request asks for (see lmrt_generate_request).
-Status request_chain(const lmrt_generate_request& req, std::unique_ptr<lmrt::SamplerChain>* out) {
+Status request_chain(const lmrt_generate_request& req, const lmrt_model& model,
+                     std::unique_ptr<lmrt::SamplerChain>* out) {
   if (req.sampler != nullptr) return req.sampler->chain->clone(out);
   const uint64_t seed = resolve_seed(req.seed);
-  if (req.samplers != nullptr && req.samplers[0] != '\0') return build_chain(req.samplers, seed, out);
+  if (req.samplers != nullptr && req.samplers[0] != '\0')
+    return build_chain(req.samplers, seed, req.plugins, model.text_source.get(), out);
   lmrt::SamplingParams p;
   p.temperature = req.temperature;
   p.top_k = req.top_k;
@@ -165,8 +168,29 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         r.n_keep = req.n_keep;
         if (req.n_beams >= 1) return run_beam_search(ctx, req, r, on_token, user_data, result);
         std::unique_ptr<lmrt::SamplerChain> chain;
-        LMRT_RETURN_IF_ERROR(request_chain(req, &chain));
+        LMRT_RETURN_IF_ERROR(request_chain(req, *ctx->model, &chain));
         r.sampler = chain.get();
+        std::vector<std::unique_ptr<lmrt::StopCriterion>> criteria;
+        std::string criteria_key;  // for the cache key: the criteria and the plugins behind them
+        if (req.n_stop_criteria > 0) {
+          if (req.stop_criteria == nullptr)
+            return lmrt::Error(Code::invalid_argument, "n_stop_criteria is set but stop_criteria is NULL");
+          lmrt::StopCriterionRegistry registry;
+          if (req.plugins != nullptr)
+            LMRT_RETURN_IF_ERROR(req.plugins->host->add_stop_criteria_to(registry, ctx->model->text_source.get()));
+          for (size_t i = 0; i < req.n_stop_criteria; ++i) {
+            if (req.stop_criteria[i] == nullptr)
+              return lmrt::Error(Code::invalid_argument, "stop_criteria[" + std::to_string(i) + "] is NULL");
+            std::unique_ptr<lmrt::StopCriterion> c;
+            LMRT_RETURN_IF_ERROR(registry.create_from_spec(req.stop_criteria[i], &c));
+            criteria_key += ";stop_criterion=" + c->canonical_text();
+            r.stop_criteria.push_back(c.get());
+            criteria.push_back(std::move(c));
+          }
+        }
+        if (req.plugins != nullptr)
+          for (const auto& lib : req.plugins->host->plugins())
+            criteria_key += ";plugin=" + lib->name() + "@" + lib->version();
 
         struct Bridge {
           lmrt_token_callback fn;
@@ -196,6 +220,7 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         use.fingerprint = ctx->model->fingerprint;
         use.seeded = req.sampler != nullptr || req.seed != LMRT_SEED_RANDOM;
         use.version = LMRT_VERSION_NUMBER;
+        use.extra_key = criteria_key;
         lmrt::CacheOutcome outcome;
         LMRT_RETURN_IF_ERROR(
             lmrt::generate_cached(*ctx->ctx, *ctx->model->tokenizer, r, use, sink, &ctx->last_result, &outcome));

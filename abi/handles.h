@@ -9,11 +9,15 @@
 #include <unordered_map>
 
 #include "lmrt/lmrt.h"
+#include "lmrt/lmrt_plugin.h"
 #include "runtime/cache/response_cache.h"
 #include "runtime/generate/beam_search.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
+#include "runtime/generate/tokenizer_text_source.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/sampling/builtin_samplers.h"
+#include "runtime/sampling/plugin_host.h"
 #include "runtime/sampling/sampler_chain.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 
@@ -25,6 +29,12 @@ class PerThreadError {
   void set(const std::string& message) const {
     std::lock_guard<std::mutex> lock(mu_);
     errors_[std::this_thread::get_id()] = message;
+  }
+  // Forgets the calling thread's message (each call starts clean, so a thread that reuses an old
+  // thread's id never sees its message, and the table does not grow with finished threads).
+  void clear() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    errors_.erase(std::this_thread::get_id());
   }
   const char* get() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -42,12 +52,36 @@ class PerThreadError {
 struct lmrt_model {
   std::unique_ptr<lmrt::LlamaModel> llama;
   std::unique_ptr<lmrt::SpmTokenizer> tokenizer;
-  std::array<uint8_t, 32> fingerprint{};  // for response-cache keys
+  std::array<uint8_t, 32> fingerprint{};                   // for response-cache keys
+  std::unique_ptr<lmrt::TokenizerTextSource> text_source;  // token text for plugins
   double load_ms = 0;
 
   void set_error(const std::string& message) const { errors.set(message); }
   const char* last_error() const { return errors.get(); }
   lmrt::abi::PerThreadError errors;
+};
+
+// A plugin host: lmrt_generate and lmrt_sampler_create_v2 resolve names through `host`.
+struct lmrt_plugin_host {
+  std::unique_ptr<lmrt::PluginHost> host;
+
+  // Listing snapshot: rebuilt on create and after each successful load, under mu.
+  struct Entry {
+    uint32_t kind;
+    std::string name, plugin, version, path, description;
+    uint32_t flags;
+  };
+  std::mutex mu;
+  std::vector<Entry> entries;
+
+  // Shared by threads, so the last error is kept per calling thread.
+  lmrt::abi::PerThreadError errors;
+  void set_error(const std::string& m) const { errors.set(m); }
+  void clear_error() const { errors.clear(); }
+  const char* last_error() const { return errors.get(); }
+
+  // Rebuilds the listing: built-ins, then each plugin's samplers and stop criteria.
+  lmrt::Status rebuild_entries();
 };
 
 struct lmrt_cache {
@@ -58,6 +92,8 @@ struct lmrt_cache {
 struct lmrt_sampler {
   std::string spec;  // what the chain was built from (re-parsed on append)
   uint64_t seed = 0;
+  const lmrt_plugin_host* host = nullptr;        // plugin samplers resolve through it
+  const lmrt::TokenTextSource* vocab = nullptr;  // token text for plugins
   std::unique_ptr<lmrt::SamplerChain> chain;
   std::string last_error;
 };

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "abi/api_support.h"
+#include "abi/handles.h"
 #include "lmrt/lmrt.h"
 #include "lmrt/lmrt_plugin.h"
 #include "runtime/sampling/builtin_samplers.h"
@@ -17,6 +19,7 @@
 
 using lmrt::Code;
 using lmrt::Status;
+using namespace lmrt::abi;
 
 static_assert(sizeof(lmrt_plugin_host_params) == 40 && offsetof(lmrt_plugin_host_params, search_path) == 16 &&
               offsetof(lmrt_plugin_host_params, log_user_data) == 32);
@@ -26,94 +29,27 @@ static_assert(LMRT_PLUGIN_ENTRY_DETERMINISTIC == LMRT_PLUGIN_SAMPLER_DETERMINIST
               LMRT_PLUGIN_ENTRY_SELECTS == LMRT_PLUGIN_SAMPLER_SELECTS &&
               LMRT_PLUGIN_ENTRY_USES_RNG == LMRT_PLUGIN_SAMPLER_USES_RNG);
 
-// The handle. (The generator reaches the C++ host through `host` once lmrt_generate takes one.)
-struct lmrt_plugin_host {
-  std::unique_ptr<lmrt::PluginHost> host;
-
-  // Listing snapshot: rebuilt on create and after each successful load, under mu.
-  struct Entry {
-    uint32_t kind;
-    std::string name, plugin, version, path, description;
-    uint32_t flags;
-  };
-  std::mutex mu;
-  std::vector<Entry> entries;
-
-  // Shared by threads, so the last error is kept per calling thread.
-  mutable std::mutex errors_mu;
-  mutable std::unordered_map<std::thread::id, std::string> errors;
-  void set_error(const std::string& m) const {
-    std::lock_guard<std::mutex> lock(errors_mu);
-    errors[std::this_thread::get_id()] = m;
-  }
-  void clear_error() const {
-    std::lock_guard<std::mutex> lock(errors_mu);
-    errors.erase(std::this_thread::get_id());
-  }
-  const char* last_error() const {
-    std::lock_guard<std::mutex> lock(errors_mu);
-    auto it = errors.find(std::this_thread::get_id());
-    return it == errors.end() ? "" : it->second.c_str();
-  }
-
-  Status rebuild_entries() {
-    std::vector<Entry> out;
-    lmrt::SamplerRegistry builtins;
-    LMRT_RETURN_IF_ERROR(lmrt::register_builtin_samplers(builtins));
-    for (const std::string& n : builtins.names())
+Status lmrt_plugin_host::rebuild_entries() {
+  std::vector<Entry> out;
+  lmrt::SamplerRegistry builtins;
+  LMRT_RETURN_IF_ERROR(lmrt::register_builtin_samplers(builtins));
+  for (const std::string& n : builtins.names())
+    out.push_back(
+        {LMRT_PLUGIN_ENTRY_SAMPLER, n, "", LMRT_VERSION_STRING, "", "built-in", LMRT_PLUGIN_ENTRY_DETERMINISTIC});
+  for (const auto& lib : host->plugins()) {
+    for (const auto& d : lib->samplers())
       out.push_back(
-          {LMRT_PLUGIN_ENTRY_SAMPLER, n, "", LMRT_VERSION_STRING, "", "built-in", LMRT_PLUGIN_ENTRY_DETERMINISTIC});
-    for (const auto& lib : host->plugins()) {
-      for (const auto& d : lib->samplers())
-        out.push_back(
-            {LMRT_PLUGIN_ENTRY_SAMPLER, d.name, lib->name(), lib->version(), lib->path(),
-             d.description != nullptr ? d.description : "",
-             d.flags & (LMRT_PLUGIN_ENTRY_DETERMINISTIC | LMRT_PLUGIN_ENTRY_SELECTS | LMRT_PLUGIN_ENTRY_USES_RNG)});
-      for (const auto& d : lib->stop_criteria())
-        out.push_back({LMRT_PLUGIN_ENTRY_STOP_CRITERION, d.name, lib->name(), lib->version(), lib->path(),
-                       d.description != nullptr ? d.description : "", 0});
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    entries = std::move(out);
-    return Status::Ok();
+          {LMRT_PLUGIN_ENTRY_SAMPLER, d.name, lib->name(), lib->version(), lib->path(),
+           d.description != nullptr ? d.description : "",
+           d.flags & (LMRT_PLUGIN_ENTRY_DETERMINISTIC | LMRT_PLUGIN_ENTRY_SELECTS | LMRT_PLUGIN_ENTRY_USES_RNG)});
+    for (const auto& d : lib->stop_criteria())
+      out.push_back({LMRT_PLUGIN_ENTRY_STOP_CRITERION, d.name, lib->name(), lib->version(), lib->path(),
+                     d.description != nullptr ? d.description : "", 0});
   }
-};
-
-namespace {
-
-lmrt_status to_c(Code c) { return static_cast<lmrt_status>(static_cast<int>(c)); }
-
-template <typename Body, typename Report>
-lmrt_status guarded(Body&& body, Report&& report) {
-  try {
-    Status s = body();
-    if (!s.ok()) report(s.message());
-    return to_c(s.code());
-  } catch (const std::bad_alloc&) {
-    try {
-      report("out of memory");
-    } catch (...) {
-    }
-    return LMRT_ERR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    try {
-      report(std::string("internal error: ") + e.what());
-    } catch (...) {
-    }
-    return LMRT_ERR_INTERNAL;
-  } catch (...) {
-    return LMRT_ERR_INTERNAL;
-  }
+  std::lock_guard<std::mutex> lock(mu);
+  entries = std::move(out);
+  return Status::Ok();
 }
-
-void copy_message(const std::string& msg, char* err, size_t err_size) {
-  if (err == nullptr || err_size == 0) return;
-  const size_t n = std::min(msg.size(), err_size - 1);
-  std::memcpy(err, msg.data(), n);
-  err[n] = '\0';
-}
-
-}  // namespace
 
 extern "C" {
 

@@ -42,6 +42,7 @@ lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, l
                                                    std::to_string(m->llama->hparams().n_vocab) + " rows");
         LMRT_RETURN_IF_ERROR(lmrt::SpmTokenizer::create(std::move(vocab), &m->tokenizer));
         m->fingerprint = lmrt::model_fingerprint(m->llama->gguf());
+        m->text_source = std::make_unique<lmrt::TokenizerTextSource>(*m->tokenizer);
         m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         *out_model = m.release();
         return Status::Ok();
@@ -65,6 +66,7 @@ const char* lmrt_model_last_error(const lmrt_model* model) {
 
 lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) {
   if (model == nullptr || info == nullptr || info->struct_size < sizeof(uint32_t)) return LMRT_ERR_INVALID_ARGUMENT;
+  model->errors.clear();
   return guarded(
       [&]() -> Status {
         lmrt_model_info full{};
@@ -118,6 +120,7 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
 lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text_len, uint32_t flags, int32_t* tokens,
                           size_t capacity, size_t* n_tokens) {
   if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  model->errors.clear();
   return guarded(
       [&]() -> Status {
         if ((text == nullptr && text_len != 0) || n_tokens == nullptr || (tokens == nullptr && capacity != 0))
@@ -138,6 +141,7 @@ lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text
 
 lmrt_status lmrt_token_to_piece(const lmrt_model* model, int32_t token, char* buf, size_t capacity, size_t* len) {
   if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  model->errors.clear();
   return guarded(
       [&]() -> Status {
         if (len == nullptr || (buf == nullptr && capacity != 0))

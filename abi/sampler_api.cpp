@@ -19,9 +19,14 @@ uint64_t resolve_seed(uint64_t seed) {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-Status build_chain(const std::string& spec, uint64_t seed, std::unique_ptr<lmrt::SamplerChain>* out) {
+Status build_chain(const std::string& spec, uint64_t seed, const lmrt_plugin_host* host,
+                   const lmrt::TokenTextSource* vocab, std::unique_ptr<lmrt::SamplerChain>* out) {
   lmrt::SamplerRegistry registry;
-  LMRT_RETURN_IF_ERROR(lmrt::register_builtin_samplers(registry));
+  if (host != nullptr) {
+    LMRT_RETURN_IF_ERROR(host->host->make_sampler_registry(vocab, &registry));
+  } else {
+    LMRT_RETURN_IF_ERROR(lmrt::register_builtin_samplers(registry));
+  }
   return lmrt::SamplerChain::parse(spec, registry, seed, out);
 }
 
@@ -31,6 +36,11 @@ extern "C" {
 
 lmrt_status lmrt_sampler_create(const char* spec, uint64_t seed, lmrt_sampler** out_sampler, char* err,
                                 size_t err_size) {
+  return lmrt_sampler_create_v2(nullptr, nullptr, spec, seed, out_sampler, err, err_size);
+}
+
+lmrt_status lmrt_sampler_create_v2(const lmrt_plugin_host* host, const lmrt_model* model, const char* spec,
+                                   uint64_t seed, lmrt_sampler** out_sampler, char* err, size_t err_size) {
   if (out_sampler != nullptr) *out_sampler = nullptr;
   return guarded(
       [&]() -> Status {
@@ -38,7 +48,9 @@ lmrt_status lmrt_sampler_create(const char* spec, uint64_t seed, lmrt_sampler** 
         auto s = std::make_unique<lmrt_sampler>();
         s->spec = spec != nullptr ? spec : "";
         s->seed = resolve_seed(seed);
-        LMRT_RETURN_IF_ERROR(build_chain(s->spec, s->seed, &s->chain));
+        s->host = host;
+        s->vocab = model != nullptr ? model->text_source.get() : nullptr;
+        LMRT_RETURN_IF_ERROR(build_chain(s->spec, s->seed, s->host, s->vocab, &s->chain));
         *out_sampler = s.release();
         return Status::Ok();
       },
@@ -53,7 +65,7 @@ lmrt_status lmrt_sampler_append(lmrt_sampler* sampler, const char* spec) {
         if (spec == nullptr) return lmrt::Error(Code::invalid_argument, "spec is NULL");
         const std::string joined = sampler->spec.empty() ? std::string(spec) : sampler->spec + " " + spec;
         std::unique_ptr<lmrt::SamplerChain> chain;
-        LMRT_RETURN_IF_ERROR(build_chain(joined, sampler->seed, &chain));
+        LMRT_RETURN_IF_ERROR(build_chain(joined, sampler->seed, sampler->host, sampler->vocab, &chain));
         sampler->spec = joined;
         sampler->chain = std::move(chain);
         return Status::Ok();

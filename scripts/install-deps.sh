@@ -6,7 +6,13 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libmimalloc-dev libxsimd-dev libsqlite3-dev libgtest-dev libbenchmark-dev
+  libcpp-httplib-dev nlohmann-json3-dev  # examples/server
+  abigail-tools                          # scripts/check-abi.sh
+  golang-go python3                      # examples/go, tests/server
 )
+# node/npm (tests/server's OpenAI client check) and cargo (examples/rust) come with the machine
+# image; install node from Debian when it is missing.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds everything twice, Release and ASan+UBSan, and runs every test in both.
+# Builds Release and ASan+UBSan and runs every test in both; after Release, the install-tree examples
+# (C, C++, Rust, Go) and the HTTP server integration test; last, a TSan build runs the threaded tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -16,5 +17,20 @@ run_suite() {  # name, build dir, extra cmake args...
 }
 
 run_suite Release "$root/build" -DCMAKE_BUILD_TYPE=Release
+
+echo "== install + C/C++/Rust/Go examples against the installed tree"
+"$root/scripts/test-examples.sh" "$root/build"
+
+echo "== HTTP server integration (real HTTP on 127.0.0.1, the openai npm client, a load run)"
+"$root/tests/server/run.sh" "$root/build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite "ASan+UBSan" "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMRT_SANITIZE=address,undefined
+
+# ThreadSanitizer: only the test binary, only the tests that run threads.
+echo "== TSan build"
+cmake -S "$root" -B "$root/build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMRT_SANITIZE=thread >/dev/null
+cmake --build "$root/build-tsan" -j "$jobs" --target lmrt_tests
+echo "== TSan tests"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  "$root/build-tsan/tests/lmrt_tests" --gtest_brief=1 \
+  --gtest_filter='Threads.*:CApi.*:ThreadsAndKv/*:ThreadPool*:Plugin*Thread*:*TwoThreads*:DecodeAlloc*'

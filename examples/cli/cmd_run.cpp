@@ -204,6 +204,8 @@ int cmd_run(int argc, char** argv) {
       {"context-shift", "", false},
       {"length-penalty", "", true},
       {"cache", "", true},
+      {"plugin", "", true},
+      {"stop-plugin", "", true},
   };
   if (!cli::parse_args(argc, argv, 2, spec, &args, &error)) {
     cli::print_error("run", error);
@@ -256,6 +258,33 @@ int cmd_run(int argc, char** argv) {
       lmrt_context_set_cache(ctx, cache);
   }
 
+  // Plugins: a host that may load exactly the files named (and $LMRT_PLUGIN_PATH's when set).
+  lmrt_plugin_host* plugins = nullptr;
+  if (args.has("plugin") || args.has("stop-plugin")) {
+    lmrt_plugin_host_params hp;
+    lmrt_plugin_host_params_init(&hp);
+    hp.allow_loading = 1;
+    hp.use_env_path = 1;
+    char perr[1024] = {0};
+    if (lmrt_plugin_host_create(&hp, &plugins, perr, sizeof perr) != LMRT_OK) {
+      cli::print_error("plugins", perr);
+      lmrt_context_free(ctx);
+      lmrt_model_close(model);
+      return 1;
+    }
+    for (auto [it, last] = args.values.equal_range("plugin"); it != last; ++it) {
+      const lmrt_status ps = lmrt_plugin_load(plugins, it->second.c_str());
+      if (ps != LMRT_OK) {
+        cli::print_error("cannot load plugin '" + it->second + "'",
+                         std::string(lmrt_status_str(ps)) + ": " + lmrt_plugin_host_last_error(plugins));
+        lmrt_plugin_host_free(plugins);
+        lmrt_context_free(ctx);
+        lmrt_model_close(model);
+        return 1;
+      }
+    }
+  }
+
   const std::string prompt = args.get("prompt");
   lmrt_generate_request req;
   lmrt_generate_request_init(&req);
@@ -276,6 +305,12 @@ int cmd_run(int argc, char** argv) {
   for (const std::string& st : stop_strings) stops.push_back(st.c_str());
   req.stop = stops.data();
   req.n_stop = stops.size();
+  std::vector<const char*> criteria;
+  for (auto [it, last] = args.values.equal_range("stop-plugin"); it != last; ++it)
+    criteria.push_back(it->second.c_str());
+  req.plugins = plugins;
+  req.stop_criteria = criteria.data();
+  req.n_stop_criteria = criteria.size();
   lmrt_generate_result res;
   res.struct_size = sizeof res;
   StreamState st{args.has("json")};
@@ -294,6 +329,7 @@ int cmd_run(int argc, char** argv) {
   }
   lmrt_context_free(ctx);
   lmrt_cache_close(cache);
+  lmrt_plugin_host_free(plugins);
   lmrt_model_close(model);
   return rc;
 }

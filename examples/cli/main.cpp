@@ -4,26 +4,27 @@
 
 #include "cli_common.h"
 
-
 namespace {
 
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: lmrt COMMAND [options]\n"
-               "  run       -m MODEL -p PROMPT [-n N] [-t THREADS] [-c CTX] [--json]   stream a completion\n"
-               "            sampling: --temp T --top-k K --top-p P --min-p P --typical P --repeat-penalty R\n"
-               "              --repeat-last-n N --presence-penalty X --frequency-penalty X --logit-bias ID=BIAS\n"
-               "              --seed S --samplers SPEC (e.g. \"top_k(40) top_p(0.9) temperature(0.7) dist\")\n"
-               "            --stop STR (repeatable) --logprobs N --beams K [--length-penalty L]\n"
-               "            --context-shift [--keep N] --no-bos --special --kv-f32 --cache FILE\n"
-               "  info      -m MODEL [--json]                                          model summary\n"
-               "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
-               "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
-               "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
-               "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
-               "  serve     -m MODEL [--port 8080] [--parallel N] ...                 OpenAI-compatible HTTP server\n"
-               "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
-               lmrt_version_string(), lmrt_abi_version());
+  std::fprintf(
+      out,
+      "usage: lmrt COMMAND [options]\n"
+      "  run       -m MODEL -p PROMPT [-n N] [-t THREADS] [-c CTX] [--json]   stream a completion\n"
+      "            sampling: --temp T --top-k K --top-p P --min-p P --typical P --repeat-penalty R\n"
+      "              --repeat-last-n N --presence-penalty X --frequency-penalty X --logit-bias ID=BIAS\n"
+      "              --seed S --samplers SPEC (e.g. \"top_k(40) top_p(0.9) temperature(0.7) dist\")\n"
+      "            --stop STR (repeatable) --logprobs N --beams K [--length-penalty L]\n"
+      "            --context-shift [--keep N] --no-bos --special --kv-f32 --cache FILE\n"
+      "            --plugin FILE (repeatable) --stop-plugin SPEC (e.g. 'regex(pattern=\"[.!?]\")')\n"
+      "  info      -m MODEL [--json]                                          model summary\n"
+      "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
+      "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
+      "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
+      "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
+      "  serve     -m MODEL [--port 8080] [--parallel N] ...                 OpenAI-compatible HTTP server\n"
+      "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
+      lmrt_version_string(), lmrt_abi_version());
 }
 
 }  // namespace

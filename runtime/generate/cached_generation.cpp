@@ -74,6 +74,8 @@ bool replay(const CachedResponse& c, TokenSink sink, GenerateResult* out) {
 Status generate_cached(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, const CacheUse& use,
                        TokenSink sink, GenerateResult* result, CacheOutcome* outcome) {
   *outcome = CacheOutcome{};
+  // Stop criteria come from plugins, which may keep state the key cannot see: such requests are
+  // cached only through their canonical text, which extra_key carries.
   const bool deterministic =
       req.sampler == nullptr || (req.sampler->deterministic() && (!req.sampler->uses_rng() || use.seeded));
   if (use.cache == nullptr || !deterministic) return generate(ctx, tok, req, sink, result);
@@ -92,7 +94,7 @@ Status generate_cached(Context& ctx, const SpmTokenizer& tok, const GenerateRequ
   f.stop = req.stop;
   f.logprobs_n = req.top_logprobs;
   f.options = "n_ctx=" + std::to_string(ctx.n_ctx()) + ";shift=" + (req.context_shift ? "1" : "0") +
-              ";keep=" + std::to_string(req.n_keep);
+              ";keep=" + std::to_string(req.n_keep) + use.extra_key;
   CacheKey key;
   LMRT_RETURN_IF_ERROR(make_cache_key(f, &key));
   outcome->consulted = true;

@@ -18,6 +18,7 @@ struct CacheUse {
   std::array<uint8_t, 32> fingerprint{};  // the model's (model_fingerprint())
   bool seeded = false;                    // the request fixed its seed
   uint32_t version = 0;                   // lmrt's numeric version (LMRT_VERSION_NUMBER), part of the key
+  std::string extra_key;                  // more that changes the output: stop criteria, plugin versions
 };
 
 struct CacheOutcome {

@@ -93,27 +93,60 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
   r.piece_tokens.reserve(cap + 1);
   if (req.top_logprobs >= 0) r.logprobs.reserve(cap);
   r.text.reserve(cap * 8);
-  std::string piece, assembled, released;
+  std::string piece;
   piece.reserve(64);
-  assembled.reserve(256);
-  released.reserve(256);
+  std::string generated;  // every complete character so far; r.text is its released prefix
+  generated.reserve(cap * 16 + 64);
   Utf8Assembler utf8;
   utf8.reserve(16);
   StopMatcher stops;
   stops.set_stops(req.stop);
+  for (StopCriterion* c : req.stop_criteria) c->reset();
   size_t first_unreported = 0;
 
-  // Appends released text to the result and hands it to the sink; false when the sink cancels.
-  auto emit = [&](bool final_piece) -> bool {
-    if (released.empty() && !(final_piece && first_unreported < r.tokens.size())) return true;
-    r.text.append(released);
-    r.piece_lengths.push_back(static_cast<uint32_t>(released.size()));
+  // Releases generated[r.text.size(), end) to the sink; false when the sink cancels.
+  auto release = [&](size_t end, bool final_piece) -> bool {
+    const size_t begin = r.text.size();
+    if (end <= begin && !(final_piece && first_unreported < r.tokens.size())) return true;
+    const std::string_view piece_text = std::string_view(generated).substr(begin, end > begin ? end - begin : 0);
+    r.text.append(piece_text);
+    r.piece_lengths.push_back(static_cast<uint32_t>(piece_text.size()));
     r.piece_tokens.push_back(static_cast<uint32_t>(r.tokens.size() - first_unreported));
     const size_t first = first_unreported;
     first_unreported = r.tokens.size();
-    const bool go_on = sink.fn == nullptr || sink.fn(sink.user, released, r, first, r.tokens.size() - first) == 0;
-    released.clear();
-    return go_on;
+    return sink.fn == nullptr || sink.fn(sink.user, piece_text, r, first, r.tokens.size() - first) == 0;
+  };
+
+  // Decides how much of `generated` may be released after the newest token: *end, and whether a
+  // stop string or a stop criterion ended the generation (then *end is where the text stops).
+  auto judge = [&](int32_t last_token, size_t* end, bool* stop) -> Status {
+    *stop = false;
+    *end = generated.size();
+    const StopMatcher::Scan sc = stops.scan(generated, r.text.size());
+    if (sc.match != std::string::npos) {
+      *stop = true;
+      *end = sc.match;
+    } else {
+      *end = generated.size() - sc.hold;
+    }
+    for (StopCriterion* c : req.stop_criteria) {
+      StopVerdict v;
+      LMRT_RETURN_IF_ERROR(c->check(generated, last_token, &v));
+      if (v.bytes > generated.size())
+        return Error(Code::plugin, "stop criterion '" + std::string(c->name()) + "' answered " +
+                                       std::to_string(v.bytes) + " bytes for a text of " +
+                                       std::to_string(generated.size()));
+      if (v.action == StopVerdict::Action::stop && (!*stop || v.bytes < *end)) {
+        *stop = true;
+        *end = std::max(v.bytes, r.text.size());  // released text cannot be taken back
+      } else if (v.action == StopVerdict::Action::hold && !*stop) {
+        *end = std::min(*end, generated.size() - v.bytes);
+      }
+    }
+    // Never cut a character: move back to the start of the one the boundary falls in.
+    while (*end > r.text.size() && (static_cast<uint8_t>(generated[*end]) & 0xC0) == 0x80) --*end;
+    *end = std::max(*end, r.text.size());
+    return Status::Ok();
   };
 
   const auto t_prefill = Clock::now();
@@ -149,12 +182,12 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
 
     piece.clear();
     LMRT_RETURN_IF_ERROR(tok.token_to_piece(next, &piece));
-    const std::string_view bytes = visible_piece(tok, prev, piece);
+    utf8.push(visible_piece(tok, prev, piece), &generated);
     prev = next;
-    assembled.clear();
-    utf8.push(bytes, &assembled);
-    const bool stopped = stops.push(assembled, &released);
-    if (!emit(false)) {
+    size_t end = 0;
+    bool stopped = false;
+    LMRT_RETURN_IF_ERROR(judge(next, &end, &stopped));
+    if (!release(end, false)) {
       r.finish_reason = FinishReason::cancelled;
       break;
     }
@@ -178,11 +211,18 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
     LMRT_RETURN_IF_ERROR(ctx.eval(&next, 1));
   }
   if (r.finish_reason != FinishReason::cancelled && r.finish_reason != FinishReason::stop) {
-    assembled.clear();
-    utf8.flush(&assembled);
-    if (stops.push(assembled, &released)) r.finish_reason = FinishReason::stop;
-    stops.flush(&released);
-    (void)emit(true);
+    // The end: an unfinished character becomes U+FFFD; held text is released unless a stop string
+    // (or a criterion) completes with it.
+    utf8.flush(&generated);
+    size_t end = generated.size();
+    bool stopped = false;
+    const StopMatcher::Scan sc = stops.scan(generated, r.text.size());
+    if (sc.match != std::string::npos) {
+      stopped = true;
+      end = sc.match;
+    }
+    if (stopped) r.finish_reason = FinishReason::stop;
+    (void)release(end, true);
   }
   r.completion_tokens = static_cast<uint32_t>(r.tokens.size());
   if (!r.tokens.empty()) {

@@ -12,6 +12,7 @@
 #include "runtime/generate/stop_matcher.h"
 #include "runtime/sampling/logprobs.h"
 #include "runtime/sampling/sampler_chain.h"
+#include "runtime/sampling/stop_criterion.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 #include "runtime/util/status.h"
 #include "runtime/util/utf8.h"
@@ -31,7 +32,10 @@ struct GenerateRequest {
   // history and Rng advance); prompt tokens are accepted into it before decoding.
   SamplerChain* sampler = nullptr;
   std::vector<std::string> stop;  // stop strings
-  int32_t top_logprobs = -1;      // -1: no logprobs; 0..20: logprob of each token plus that many alternatives
+  // Stop criteria (plugins), consulted after every token with all text generated so far; owned by
+  // the caller, reset by generate() before use.
+  std::vector<StopCriterion*> stop_criteria;
+  int32_t top_logprobs = -1;  // -1: no logprobs; 0..20: logprob of each token plus that many alternatives
   // When the context fills during decoding: shift it (keep the first n_keep tokens, drop the
   // oldest half of the rest) instead of finishing with context_full.
   bool context_shift = false;

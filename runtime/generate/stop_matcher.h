@@ -1,7 +1,7 @@
-// Stop strings over streamed text: text that could still become a stop string is held back and
-// released as soon as it cannot; a matched stop string and everything after it are never released.
-// Input is complete UTF-8 (from Utf8Assembler) and stop strings are valid UTF-8, so every release
-// point falls on a character boundary.
+// Stop strings over streamed text. The generator keeps all generated text and how much of it was
+// released; scan() finds the earliest stop string in the unreleased part, or else how many trailing
+// bytes could still begin one (they are held back and released as soon as they cannot). Text is
+// complete UTF-8 and stop strings are valid UTF-8, so every boundary falls between characters.
 #pragma once
 
 #include <string>
@@ -12,28 +12,24 @@ namespace lmrt {
 
 class StopMatcher {
  public:
-  // Replaces the stop strings (empty ones are ignored) and reserves the hold-back buffer.
+  struct Scan {
+    size_t match = std::string_view::npos;  // offset of the earliest stop string in text
+    size_t matched = 0;                     // index of that stop string
+    size_t hold = 0;                        // otherwise: trailing bytes that may begin one
+  };
+
+  // Replaces the stop strings; empty ones are ignored.
   void set_stops(const std::vector<std::string>& stops);
-  // Appends `text` to the held text. Appends to *out what can be released. Returns true when a
-  // stop string matched: *out then ends just before it, and nothing more will be released.
-  bool push(std::string_view text, std::string* out);
-  // Releases whatever is still held (generation ended for another reason).
-  void flush(std::string* out);
-  void reset() {
-    held_.clear();
-    stopped_ = false;
-  }
-  size_t held() const { return held_.size(); }
-  bool stopped() const { return stopped_; }
-  // The stop string that matched (valid when stopped()).
-  const std::string& matched() const { return stops_[matched_]; }
+  bool empty() const { return stops_.empty(); }
+  const std::string& stop(size_t i) const { return stops_[i]; }
+
+  // Scans text[from, end). No stop string can begin before `from` (text before it was released
+  // only once it could not begin one). At equal starts the longest stop string wins.
+  Scan scan(std::string_view text, size_t from) const;
 
  private:
   std::vector<std::string> stops_;
-  std::string held_;
-  size_t matched_ = 0;
   size_t max_len_ = 0;
-  bool stopped_ = false;
 };
 
 }  // namespace lmrt

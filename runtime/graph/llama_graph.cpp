@@ -123,17 +123,21 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
       const size_t off = static_cast<size_t>(kvh) * hd * kv.entry_bytes();
       if (f16) {
         for (uint32_t p = 0; p < n_pos; ++p)
-          scores[p] = k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) * scale;
+          scores[p] =
+              k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) *
+              scale;
       } else {
         for (uint32_t p = 0; p < n_pos; ++p)
-          scores[p] = k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) * scale;
+          scores[p] =
+              k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) * scale;
       }
       k_->softmax(scores, n_pos);
       float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
       std::fill_n(out, hd, 0.0f);
       if (f16) {
         for (uint32_t p = 0; p < n_pos; ++p)
-          k_->axpy_f16(out, scores[p], reinterpret_cast<const uint16_t*>(kv.value(layer, batch.visible_slot(t, p)) + off), hd);
+          k_->axpy_f16(out, scores[p],
+                       reinterpret_cast<const uint16_t*>(kv.value(layer, batch.visible_slot(t, p)) + off), hd);
       } else {
         for (uint32_t p = 0; p < n_pos; ++p)
           k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, batch.visible_slot(t, p)) + off), hd);

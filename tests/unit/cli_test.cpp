@@ -121,6 +121,18 @@ TEST(Cli, ResponseCacheCommands) {
   EXPECT_NE(broken.err.find("generating without it"), std::string::npos) << broken.err;
 }
 
+TEST(Cli, RunWithPlugins) {
+  const std::string m = model("TinyStories-656K-Q8_0.gguf");
+  CliRun r = run_cli("run -m " + m + " -p 'Once upon a time' -n 60 --json --seed 5 --plugin '" +
+                     std::string(LMRT_TEST_PLUGIN_MIROSTAT) + "' --plugin '" + LMRT_TEST_PLUGIN_REGEX_STOP +
+                     "' --samplers 'top_k(40) mirostat_v2(tau=5,eta=0.1)' --stop-plugin 'regex(pattern=\"[.!?]\")'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"finish_reason\":\"stop\""), std::string::npos) << r.out;
+  CliRun bad = run_cli("run -m " + m + " -p x --plugin /nonexistent/lmrt-x.so");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("cannot load plugin"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, ErrorsGoToStderrWithNonZeroExit) {
   CliRun missing = run_cli("run -m /nonexistent.gguf -p hi");
   EXPECT_NE(missing.exit_code, 0);

@@ -315,12 +315,19 @@ typedef int (*lmrt_token_callback)(void* user_data, const lmrt_token_event* even
 #define LMRT_SEED_RANDOM UINT64_MAX
 
 typedef struct lmrt_sampler lmrt_sampler;
+struct lmrt_plugin_host; /* see the plugin block at the end */
 
 /* Creates a chain from spec text (NULL or "" = an empty chain, to which lmrt_sampler_append adds)
  * seeded with seed (LMRT_SEED_RANDOM draws one). err/err_size: optional message buffer.
  * Errors: INVALID_ARGUMENT naming the unknown sampler, parameter or bad value and its offset. */
 LMRT_API lmrt_status lmrt_sampler_create(const char* spec, uint64_t seed, lmrt_sampler** out_sampler, char* err,
                                          size_t err_size);
+/* Like lmrt_sampler_create, with the samplers of a plugin host usable by name too (e.g.
+ * "top_k(40) mirostat_v2(tau=5,eta=0.1)"); model gives plugins token text (may be NULL for plugins
+ * that need none). host and model must outlive the chain. */
+LMRT_API lmrt_status lmrt_sampler_create_v2(const struct lmrt_plugin_host* host, const lmrt_model* model,
+                                            const char* spec, uint64_t seed, lmrt_sampler** out_sampler, char* err,
+                                            size_t err_size);
 /* Appends samplers written as spec text, e.g. "top_k(40)". The chain restarts (history cleared). */
 LMRT_API lmrt_status lmrt_sampler_append(lmrt_sampler* sampler, const char* spec);
 /* Frees a chain. NULL is a no-op. */
@@ -385,6 +392,12 @@ typedef struct lmrt_generate_request {
                                sequences are in result->beams */
   float length_penalty;     /* beam score = sum of logprobs / n_tokens^length_penalty; default 1 */
   struct lmrt_cache* cache; /* response cache for this request; NULL (default): the context's, if any */
+  /* Plugins: names in `samplers` and in stop_criteria resolve through this host too (NULL: built-ins
+   * only). stop_criteria are spec items of the host's stop criteria, e.g. regex(pattern="\n\n");
+   * each is consulted after every token with all the text generated so far. */
+  const struct lmrt_plugin_host* plugins;
+  const char* const* stop_criteria;
+  size_t n_stop_criteria;
 } lmrt_generate_request;
 
 /* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets
