@@ -105,6 +105,24 @@ export CGO_LDFLAGS="-Wl,-rpath,$libdir"
 run_example go "$work/go/lmrt-stream-go"
 done_step
 
+step "plugin kit: hello built out of tree (find_package + lmrt_add_plugin), loaded by the installed lmrt"
+mkdir -p "$work/hello-plugin"
+cp "$root/plugins/hello/hello.c" "$work/hello-plugin/"
+cat >"$work/hello-plugin/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(hello_plugin C)
+find_package(lmrt REQUIRED)
+lmrt_add_plugin(hello hello.c)
+CMAKE
+cmake -S "$work/hello-plugin" -B "$work/hello-plugin/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/hello-plugin/build" >/dev/null
+hello_so=$(find "$work/hello-plugin/build" -name 'lmrt-hello.so' | head -n 1)
+[ -n "$hello_so" ] || { echo "test-examples: the out-of-tree plugin build made no lmrt-hello.so" >&2; exit 1; }
+"$prefix/bin/lmrt" plugins --plugin "$hello_so" >"$work/plugins.out"
+grep -q "hello" "$work/plugins.out" || { cat "$work/plugins.out" >&2; echo "test-examples: hello not listed" >&2; exit 1; }
+grep -E "hello" "$work/plugins.out" | sed 's/^/   /'
+done_step
+
 echo "== examples: comparing outputs with lmrt run"
 [ -s "$work/lmrt-run.out" ] || { echo "test-examples: lmrt run printed nothing" >&2; exit 1; }
 fail=0

@@ -278,6 +278,7 @@ std::optional<ApiError> parse_api_request(const std::string& body, Endpoint endp
     const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded()) return bad("", "the request body is not valid JSON");
     if (!parsed.is_object()) return bad("", "the request body must be a JSON object");
+    out->sampling.plugins = model.plugins;
     return parse_fields(parsed, endpoint, model, out);
   } catch (const std::exception& e) {
     return bad("", std::string("could not read the request: ") + e.what());

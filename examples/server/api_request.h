@@ -34,6 +34,7 @@ struct ApiRequest {
 
 // What validation needs to know about the served model.
 struct ModelFacts {
+  const lmrt_plugin_host* plugins = nullptr;  // from --plugin; NULL: built-in samplers only
   uint32_t n_vocab = 0;
   uint32_t n_ctx = 0;
   ChatTemplate chat_template = ChatTemplate::kPlain;

@@ -43,6 +43,7 @@ ChoiceResult run_choice(lmrt_context* ctx, const std::string& prompt, bool parse
   req.seed = p.seed ? *p.seed + seed_offset : LMRT_SEED_RANDOM;
   if (req.seed == LMRT_SEED_RANDOM && p.seed) req.seed = 0;  // a wrapped seed stays deterministic
   if (!p.samplers.empty()) req.samplers = p.samplers.c_str();
+  req.plugins = p.plugins;
   req.temperature = p.temperature;
   req.top_k = p.top_k;
   req.top_p = p.top_p;

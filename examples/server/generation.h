@@ -15,6 +15,7 @@ namespace server {
 
 // Sampling and stopping controls of a request, already validated.
 struct SamplingParams {
+  const lmrt_plugin_host* plugins = nullptr;  // `samplers` may name the server's plugin samplers
   int32_t max_tokens = 16;
   float temperature = 1.0f;
   int32_t top_k = 0;

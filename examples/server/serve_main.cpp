@@ -35,17 +35,15 @@ std::string model_id_from_path(const std::string& path) {
 struct Handles {
   lmrt_model* model = nullptr;
   lmrt_cache* cache = nullptr;
+  lmrt_plugin_host* plugins = nullptr;
   ~Handles() {
     lmrt_cache_close(cache);
+    lmrt_plugin_host_free(plugins);
     lmrt_model_close(model);
   }
 };
 
 int serve(const ServeOptions& opt) {
-  if (!opt.plugin_path.empty()) {
-    fail("--plugin is not available yet: lmrt's public C API has no plugin loader (" + opt.plugin_path + ")");
-    return 2;
-  }
   ChatTemplate tmpl = ChatTemplate::kPlain;
   if (opt.chat_template == "auto") {
     if (auto jinja = read_gguf_string(opt.model_path, "tokenizer.chat_template")) tmpl = detect_chat_template(*jinja);
@@ -69,6 +67,20 @@ int serve(const ServeOptions& opt) {
     if (lmrt_cache_open(opt.cache_path.c_str(), &cp, &h.cache, err, sizeof err) != LMRT_OK)
       fail("no response cache (" + std::string(err) + "); going on without one");
   }
+  if (!opt.plugin_path.empty()) {
+    lmrt_plugin_host_params hp;
+    lmrt_plugin_host_params_init(&hp);
+    hp.allow_loading = 1;
+    if (lmrt_plugin_host_create(&hp, &h.plugins, err, sizeof err) != LMRT_OK) {
+      fail(std::string("cannot create the plugin host: ") + err);
+      return 1;
+    }
+    if (lmrt_status st = lmrt_plugin_load(h.plugins, opt.plugin_path.c_str()); st != LMRT_OK) {
+      fail("cannot load plugin " + opt.plugin_path + ": " + lmrt_status_str(st) + ": " +
+           lmrt_plugin_host_last_error(h.plugins));
+      return 1;
+    }
+  }
   lmrt_model_info info;
   info.struct_size = sizeof info;
   lmrt_model_get_info(h.model, &info);
@@ -86,7 +98,7 @@ int serve(const ServeOptions& opt) {
     return 1;
   }
 
-  ModelFacts facts{info.n_vocab, pool->n_ctx(), tmpl};
+  ModelFacts facts{h.plugins, info.n_vocab, pool->n_ctx(), tmpl};
   ApiServer api(h.model, pool.get(), facts, opt.alias.empty() ? model_id_from_path(opt.model_path) : opt.alias,
                 opt.api_key);
   httplib::Server http;

@@ -101,7 +101,7 @@ TEST(ServerGgufMetadata, ReadsTheRealModelAndRejectsOtherFiles) {
 }
 
 TEST(ServerApiRequest, ValidatesFieldsAndAddsTemplateStops) {
-  const ModelFacts facts{512, 256, ChatTemplate::kChatML};
+  const ModelFacts facts{nullptr, 512, 256, ChatTemplate::kChatML};
   ApiRequest r;
   ASSERT_FALSE(parse_api_request(R"({"messages":[{"role":"user","content":"Hi"}],"stop":"x","seed":3,"n":2})",
                                  Endpoint::kChat, facts, &r));
