@@ -121,6 +121,7 @@ lmrt_status lmrt_generate_request_init(lmrt_generate_request* request) {
   *request = lmrt_generate_request{};
   request->struct_size = sizeof(lmrt_generate_request);
   request->max_tokens = 256;
+  request->prompt_len = static_cast<size_t>(-1);
   request->add_bos = 1;
   request->parse_special = 0;
   request->seed = LMRT_SEED_RANDOM;

@@ -16,6 +16,13 @@
  *    contexts may run in parallel on different threads); it owns its KV arena, scratch buffers and
  *    thread pool, allocated when it is created.
  *  - Strings are UTF-8. Text pointers given to callbacks are valid only during the callback.
+ *  - An err/err_size buffer is written only on failure. Functions whose documentation lists no
+ *    errors can still return INVALID_ARGUMENT for a NULL handle or pointer.
+ *  - Structs the library fills for a callback (lmrt_token_event) carry the library's struct_size:
+ *    a reader checks it before reading fields newer than its header.
+ *  - Enum-typed fields have the size of a C int (4 bytes) on every supported platform.
+ *  - LMRT_ERR_CANCELLED is reserved: a cancelled generation returns LMRT_OK with
+ *    LMRT_FINISH_CANCELLED.
  *  - A behaviour change arrives as a new function (name_v2), never as a changed signature.
  */
 #ifndef LMRT_LMRT_H
@@ -84,7 +91,8 @@ typedef struct lmrt_model_params {
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
 LMRT_API lmrt_status lmrt_model_params_init(lmrt_model_params* params);
 
-/* Opens a GGUF model (llama architecture; tensors F32, F16, BF16, Q8_0, Q4_0).
+/* Opens a GGUF model (llama architecture; tensors F32, F16, BF16, Q8_0, Q4_0). Any thread may open
+ * models, several at once.
  * path: file name. params: NULL for defaults. *out_model receives the handle (NULL on failure);
  * free it with lmrt_model_close once no context uses it any more. err/err_size: optional buffer
  * that receives a NUL-terminated message on failure (may be NULL/0).
@@ -93,7 +101,8 @@ LMRT_API lmrt_status lmrt_model_params_init(lmrt_model_params* params);
 LMRT_API lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, lmrt_model** out_model,
                                      char* err, size_t err_size);
 
-/* Releases a model. Every context created from it must have been freed first. NULL is a no-op. */
+/* Releases a model. Every context created from it must have been freed first. NULL is a no-op.
+ * Always returns LMRT_OK. May be called from any thread once no other thread uses the model. */
 LMRT_API lmrt_status lmrt_model_close(lmrt_model* model);
 
 /* The message of the calling thread's last failed call on `model` ("" if none). Valid until that
@@ -103,7 +112,7 @@ LMRT_API const char* lmrt_model_last_error(const lmrt_model* model);
 typedef struct lmrt_model_info {
   uint32_t struct_size;
   char architecture[32]; /* general.architecture, NUL-terminated (truncated if longer) */
-  char name[128];        /* general.name, or "" */
+  char name[128];        /* general.name, or ""; truncated to 127 bytes */
   uint32_t n_tensors;
   uint64_t n_params;     /* number of weights */
   uint64_t file_bytes;
@@ -131,7 +140,8 @@ LMRT_API lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_inf
 #define LMRT_TOKENIZE_ADD_BOS 1u       /* prepend BOS when the vocabulary asks for it */
 #define LMRT_TOKENIZE_PARSE_SPECIAL 2u /* "<s>"-style control token texts become their ids */
 
-/* Tokenizes text[0, text_len) into tokens[0, capacity). *n_tokens receives the number of tokens;
+/* Tokenizes text[0, text_len) into tokens[0, capacity). text may be NULL when text_len is 0. Flag
+ * bits other than LMRT_TOKENIZE_* are reserved (ignored; pass 0). *n_tokens receives the number of tokens;
  * when capacity is too small it receives the needed count and BUFFER_TOO_SMALL is returned (call
  * again with a bigger buffer; tokens may be NULL when capacity is 0).
  * Errors: INVALID_ARGUMENT, BAD_UTF8 (the message gives the byte offset), BUFFER_TOO_SMALL. */
@@ -140,7 +150,8 @@ LMRT_API lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, si
 
 /* The bytes token `token` stands for (a byte-fallback token is one byte, which may be part of a
  * UTF-8 character; control tokens are empty). Writes up to `capacity` bytes to buf (not
- * NUL-terminated) and the length to *len; BUFFER_TOO_SMALL with the needed length otherwise.
+ * NUL-terminated) and the length to *len; BUFFER_TOO_SMALL with the needed length otherwise (buf
+ * may be NULL when capacity is 0, to ask for the length).
  * Errors: INVALID_ARGUMENT (token out of range), BUFFER_TOO_SMALL. */
 LMRT_API lmrt_status lmrt_token_to_piece(const lmrt_model* model, int32_t token, char* buf, size_t capacity,
                                          size_t* len);
@@ -155,8 +166,9 @@ typedef struct lmrt_context lmrt_context;
 
 typedef struct lmrt_context_params {
   uint32_t struct_size;
-  uint32_t n_ctx;     /* tokens the KV arena holds; 0 (default) = the model's training context */
-  uint32_t n_batch;   /* most tokens evaluated in one pass; 0 (default) = min(512, n_ctx) */
+  uint32_t n_ctx;     /* tokens the KV arena holds; 0 (default) = the model's training context; a
+                         larger value is allowed (quality past the training length is the model's) */
+  uint32_t n_batch;   /* most tokens evaluated in one pass; 0 (default) = min(512, n_ctx); clamped to n_ctx */
   uint32_t n_threads; /* worker threads; 0 (default) = the number of online CPUs */
   uint32_t kv_type;   /* LMRT_KV_F16 (default) or LMRT_KV_F32 */
   uint32_t logits_all; /* 1: keep the logits of every token of the last lmrt_eval; 0 (default): the last one's */
@@ -172,16 +184,17 @@ LMRT_API lmrt_status lmrt_context_params_init(lmrt_context_params* params);
 LMRT_API lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params,
                                          lmrt_context** out_ctx, char* err, size_t err_size);
 
-/* Frees a context and its arena and threads. NULL is a no-op. */
+/* Frees a context and its arena and threads. NULL is a no-op. Always returns LMRT_OK. */
 LMRT_API lmrt_status lmrt_context_free(lmrt_context* ctx);
 
-/* The message of the last failed call on ctx ("" if none); valid until the next call on ctx. */
+/* The message of the last failed call on ctx ("" if none or ctx is NULL); valid until the next call
+ * on ctx. */
 LMRT_API const char* lmrt_context_last_error(const lmrt_context* ctx);
 
-/* The context's effective n_ctx, n_batch and n_threads after defaults were applied. */
+/* The context's effective parameters after defaults were applied; the caller sets out->struct_size. */
 LMRT_API lmrt_status lmrt_context_get_params(const lmrt_context* ctx, lmrt_context_params* out);
 
-/* Forgets every token in the KV arena. */
+/* Forgets every token in the KV arena (the last generation's result stays readable). */
 LMRT_API lmrt_status lmrt_context_reset(lmrt_context* ctx);
 
 /* How many tokens the KV arena holds now. */
@@ -265,7 +278,8 @@ typedef enum lmrt_finish_reason {
   LMRT_FINISH_ERROR = 6
 } lmrt_finish_reason;
 
-/* Names a finish reason: "eos", "stop", "length", "cancelled", "context_full", "error", "none". */
+/* Names a finish reason: "eos", "stop", "length", "cancelled", "context_full", "error"; "none" for
+ * LMRT_FINISH_NONE and for values this library does not know. Static, never NULL. */
 LMRT_API const char* lmrt_finish_reason_str(lmrt_finish_reason reason);
 
 /* Log-probabilities (natural log) of a generated token and of the most likely alternatives, under
@@ -298,7 +312,8 @@ typedef struct lmrt_token_event {
 } lmrt_token_event;
 
 /* Called for each piece of generated text. Return 0 to go on, non-zero to cancel (the generation
- * then finishes with LMRT_FINISH_CANCELLED). Called on the thread that called lmrt_generate. */
+ * then finishes with LMRT_FINISH_CANCELLED). Called on the thread that called lmrt_generate; it must
+ * not call lmrt functions on the same context. */
 typedef int (*lmrt_token_callback)(void* user_data, const lmrt_token_event* event);
 
 /* ---- sampler chains ----------------------------------------------------------------------- */
@@ -354,9 +369,9 @@ typedef struct lmrt_logit_bias {
 
 typedef struct lmrt_generate_request {
   uint32_t struct_size;
-  int32_t max_tokens; /* most tokens to generate; default 256 */
+  int32_t max_tokens; /* most tokens to generate, >= 1 (else INVALID_ARGUMENT); default 256 */
   const char* prompt; /* UTF-8; may be NULL or "" to start from BOS alone */
-  size_t prompt_len;  /* bytes of prompt; (size_t)-1 = NUL-terminated */
+  size_t prompt_len;  /* bytes of prompt; (size_t)-1 (the default) = NUL-terminated */
   uint32_t add_bos;   /* 1 (default): prepend BOS when the vocabulary asks for it */
   uint32_t parse_special; /* 0 (default): special token texts in the prompt are plain text */
   /* How tokens are picked, first match wins:
@@ -425,8 +440,8 @@ typedef struct lmrt_generate_result {
   const char* text;           /* the whole generated text, NUL-terminated; owned by the context,
                                  valid until its next lmrt_generate / free */
   size_t text_len;
-  const int32_t* tokens; /* the generated token ids, owned like text */
-  double load_ms;        /* time the model took to open */
+  const int32_t* tokens; /* the completion_tokens generated ids, owned like text */
+  double load_ms;        /* time the model took to open (the same for every request on it) */
   double prefill_ms;     /* prompt evaluation */
   double decode_ms;      /* every generated token after the first */
   double ttft_ms;        /* from the call to the first generated token */
@@ -442,12 +457,15 @@ typedef struct lmrt_generate_result {
 } lmrt_generate_result;
 
 /* Generates a completion of request->prompt: tokenizes it, reuses the longest prefix of tokens
- * already in the context, evaluates the rest, then decodes until EOS, max_tokens, a full context
+ * already in the context (whether they came from lmrt_generate or lmrt_eval), evaluates the rest, then decodes until EOS, max_tokens, a full context
  * or cancellation, calling on_token (may be NULL) with each complete piece of UTF-8 text.
  * result (may be NULL): the caller sets struct_size; receives the finish reason, text, tokens,
  * usage and timings. A cancelled or context-full generation still returns LMRT_OK with that finish
- * reason. Errors: INVALID_ARGUMENT, BAD_UTF8 (prompt), CONTEXT_FULL (the prompt alone does not
- * fit; the context is unchanged). */
+ * reason. Afterwards the context holds the prompt and the generated tokens that were fed back through
+ * the model (the last one sampled is not, unless EOS followed it), so lmrt_eval and lmrt_get_logits go
+ * on from there. Errors: INVALID_ARGUMENT,
+ * BAD_UTF8 (prompt), CONTEXT_FULL (the prompt alone does not fit; the context is unchanged),
+ * PLUGIN (a plugin sampler or stop criterion misbehaved). */
 LMRT_API lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* request,
                                    lmrt_token_callback on_token, void* user_data, lmrt_generate_result* result);
 
