@@ -67,6 +67,17 @@ lmrt::Status read_params(const T* in, T* out) {
   return lmrt::Status::Ok();
 }
 
+// Writes `defaults` into a caller's struct of `size` bytes (its struct_size): a caller built against
+// an older header gets the prefix it knows; fields newer than this library are zeroed.
+template <typename T>
+lmrt_status init_sized(T* out, size_t size, const T& defaults) {
+  if (out == nullptr || size < sizeof(uint32_t) * 2 || size > (1u << 16)) return LMRT_ERR_INVALID_ARGUMENT;
+  std::memcpy(out, &defaults, std::min(size, sizeof(T)));
+  if (size > sizeof(T)) std::memset(reinterpret_cast<unsigned char*>(out) + sizeof(T), 0, size - sizeof(T));
+  out->struct_size = static_cast<uint32_t>(size);
+  return LMRT_OK;
+}
+
 inline void copy_cstr(std::string_view s, char* dst, size_t cap) {
   const size_t n = std::min(s.size(), cap - 1);
   std::memcpy(dst, s.data(), n);

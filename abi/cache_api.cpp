@@ -9,17 +9,16 @@ using namespace lmrt::abi;
 
 extern "C" {
 
-lmrt_status lmrt_cache_params_init(lmrt_cache_params* params) {
-  if (params == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  const lmrt::ResponseCacheParams d;
-  *params = lmrt_cache_params{};
-  params->struct_size = sizeof(lmrt_cache_params);
-  params->max_bytes = d.max_bytes;
-  params->max_entries = d.max_entries;
-  params->ttl_seconds = d.ttl_seconds;
-  params->busy_timeout_ms = static_cast<uint32_t>(d.busy_timeout_ms);
-  params->check_on_open = d.check_on_open ? 1 : 0;
-  return LMRT_OK;
+lmrt_status lmrt_cache_params_init_sized(lmrt_cache_params* params, size_t struct_size) {
+  const lmrt::ResponseCacheParams r;
+  lmrt_cache_params d = lmrt_cache_params{};
+  d.struct_size = sizeof(lmrt_cache_params);
+  d.max_bytes = r.max_bytes;
+  d.max_entries = r.max_entries;
+  d.ttl_seconds = r.ttl_seconds;
+  d.busy_timeout_ms = static_cast<uint32_t>(r.busy_timeout_ms);
+  d.check_on_open = r.check_on_open ? 1 : 0;
+  return init_sized(params, struct_size, d);
 }
 
 lmrt_status lmrt_cache_open(const char* path, const lmrt_cache_params* params, lmrt_cache** out_cache, char* err,

@@ -9,10 +9,9 @@ using namespace lmrt::abi;
 
 extern "C" {
 
-lmrt_status lmrt_context_params_init(lmrt_context_params* params) {
-  if (params == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  *params = lmrt_context_params{sizeof(lmrt_context_params), 0, 0, 0, LMRT_KV_F16, 0};
-  return LMRT_OK;
+lmrt_status lmrt_context_params_init_sized(lmrt_context_params* params, size_t struct_size) {
+  lmrt_context_params d = lmrt_context_params{sizeof(lmrt_context_params), 0, 0, 0, LMRT_KV_F16, 0};
+  return init_sized(params, struct_size, d);
 }
 
 lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params, lmrt_context** out_ctx, char* err,

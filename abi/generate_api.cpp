@@ -116,23 +116,22 @@ Status run_beam_search(lmrt_context* ctx, const lmrt_generate_request& req, cons
 
 extern "C" {
 
-lmrt_status lmrt_generate_request_init(lmrt_generate_request* request) {
-  if (request == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  *request = lmrt_generate_request{};
-  request->struct_size = sizeof(lmrt_generate_request);
-  request->max_tokens = 256;
-  request->prompt_len = static_cast<size_t>(-1);
-  request->add_bos = 1;
-  request->parse_special = 0;
-  request->seed = LMRT_SEED_RANDOM;
-  request->temperature = 0.0f;
-  request->top_p = 1.0f;
-  request->typical_p = 1.0f;
-  request->repeat_penalty = 1.0f;
-  request->repeat_last_n = 64;
-  request->logprobs = -1;
-  request->length_penalty = 1.0f;
-  return LMRT_OK;
+lmrt_status lmrt_generate_request_init_sized(lmrt_generate_request* request, size_t struct_size) {
+  lmrt_generate_request d = lmrt_generate_request{};
+  d.struct_size = sizeof(lmrt_generate_request);
+  d.max_tokens = 256;
+  d.prompt_len = static_cast<size_t>(-1);
+  d.add_bos = 1;
+  d.parse_special = 0;
+  d.seed = LMRT_SEED_RANDOM;
+  d.temperature = 0.0f;
+  d.top_p = 1.0f;
+  d.typical_p = 1.0f;
+  d.repeat_penalty = 1.0f;
+  d.repeat_last_n = 64;
+  d.logprobs = -1;
+  d.length_penalty = 1.0f;
+  return init_sized(request, struct_size, d);
 }
 
 lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* request, lmrt_token_callback on_token,

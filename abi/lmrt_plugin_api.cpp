@@ -53,11 +53,10 @@ Status lmrt_plugin_host::rebuild_entries() {
 
 extern "C" {
 
-lmrt_status lmrt_plugin_host_params_init(lmrt_plugin_host_params* params) {
-  if (params == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  *params = lmrt_plugin_host_params{};
-  params->struct_size = sizeof(lmrt_plugin_host_params);
-  return LMRT_OK;
+lmrt_status lmrt_plugin_host_params_init_sized(lmrt_plugin_host_params* params, size_t struct_size) {
+  lmrt_plugin_host_params d = lmrt_plugin_host_params{};
+  d.struct_size = sizeof(lmrt_plugin_host_params);
+  return init_sized(params, struct_size, d);
 }
 
 lmrt_status lmrt_plugin_host_create(const lmrt_plugin_host_params* params, lmrt_plugin_host** out_host, char* err,

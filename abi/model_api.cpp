@@ -12,10 +12,9 @@ using namespace lmrt::abi;
 
 extern "C" {
 
-lmrt_status lmrt_model_params_init(lmrt_model_params* params) {
-  if (params == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  *params = lmrt_model_params{sizeof(lmrt_model_params), 1};
-  return LMRT_OK;
+lmrt_status lmrt_model_params_init_sized(lmrt_model_params* params, size_t struct_size) {
+  lmrt_model_params d = lmrt_model_params{sizeof(lmrt_model_params), 1};
+  return init_sized(params, struct_size, d);
 }
 
 lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, lmrt_model** out_model, char* err,

@@ -138,6 +138,22 @@ TEST(CApi, OlderCallersGetAPrefixOfGrownStructs) {
   EXPECT_NE(std::string(err).find("struct_size"), std::string::npos);
 }
 
+TEST(CApi, InitWritesOnlyTheCallersStructSize) {
+  // A program built when lmrt_generate_request was 32 bytes long.
+  std::vector<unsigned char> buf(sizeof(lmrt_generate_request) + 16, 0xAB);
+  auto* req = reinterpret_cast<lmrt_generate_request*>(buf.data());
+  ASSERT_EQ(lmrt_generate_request_init_sized(req, 32), LMRT_OK);
+  EXPECT_EQ(req->struct_size, 32u);
+  EXPECT_EQ(req->max_tokens, 256);
+  for (size_t i = 32; i < buf.size(); ++i) ASSERT_EQ(buf[i], 0xAB) << "byte " << i << " was written";
+  // A program built against a newer, larger struct: the fields this library does not know are zeroed.
+  ASSERT_EQ(lmrt_generate_request_init_sized(req, sizeof(lmrt_generate_request) + 16), LMRT_OK);
+  EXPECT_EQ(req->struct_size, sizeof(lmrt_generate_request) + 16);
+  for (size_t i = sizeof(lmrt_generate_request); i < buf.size(); ++i) ASSERT_EQ(buf[i], 0) << "byte " << i;
+  EXPECT_EQ(lmrt_generate_request_init_sized(req, 4), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(lmrt_context_params_init_sized(nullptr, sizeof(lmrt_context_params)), LMRT_ERR_INVALID_ARGUMENT);
+}
+
 TEST(CApi, TokenizeReportsNeededSizeAndBadUtf8) {
   ModelPtr m = open("TinyStories-656K-Q8_0.gguf");
   ASSERT_TRUE(m);

@@ -11,6 +11,9 @@
  *    sizeof(the struct) as its header declares it (the *_init() functions do this and fill the
  *    defaults). Structs only ever grow at their end; the library reads and writes only the first
  *    struct_size bytes, so programs built against an older header keep working.
+ *  - Each X_init(p) is an inline wrapper of the exported X_init_sized(p, sizeof *p): the library
+ *    writes defaults into the first struct_size bytes only, so a program built against an older,
+ *    smaller struct is never overrun. Bindings in other languages call X_init_sized with their size.
  *  - Handles are opaque. An lmrt_model is immutable once opened and may be used by any number of
  *    threads and contexts at once. An lmrt_context is used by one thread at a time (different
  *    contexts may run in parallel on different threads); it owns its KV arena, scratch buffers and
@@ -89,7 +92,8 @@ typedef struct lmrt_model_params {
 } lmrt_model_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
-LMRT_API lmrt_status lmrt_model_params_init(lmrt_model_params* params);
+LMRT_API lmrt_status lmrt_model_params_init_sized(lmrt_model_params* params, size_t struct_size);
+static inline lmrt_status lmrt_model_params_init(lmrt_model_params* params) { return lmrt_model_params_init_sized(params, sizeof *params); }
 
 /* Opens a GGUF model (llama architecture; tensors F32, F16, BF16, Q8_0, Q4_0). Any thread may open
  * models, several at once.
@@ -175,7 +179,8 @@ typedef struct lmrt_context_params {
 } lmrt_context_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
-LMRT_API lmrt_status lmrt_context_params_init(lmrt_context_params* params);
+LMRT_API lmrt_status lmrt_context_params_init_sized(lmrt_context_params* params, size_t struct_size);
+static inline lmrt_status lmrt_context_params_init(lmrt_context_params* params) { return lmrt_context_params_init_sized(params, sizeof *params); }
 
 /* Creates a context on `model` and allocates everything it will need (KV arena of n_ctx tokens,
  * scratch for n_batch tokens, logits, thread pool). The model must outlive the context.
@@ -245,7 +250,8 @@ typedef struct lmrt_cache_stats {
 } lmrt_cache_stats;
 
 /* Fills *params with defaults and sets struct_size. */
-LMRT_API lmrt_status lmrt_cache_params_init(lmrt_cache_params* params);
+LMRT_API lmrt_status lmrt_cache_params_init_sized(lmrt_cache_params* params, size_t struct_size);
+static inline lmrt_status lmrt_cache_params_init(lmrt_cache_params* params) { return lmrt_cache_params_init_sized(params, sizeof *params); }
 /* Opens or creates the cache file at path. params: NULL for defaults. The handle may be used by
  * several threads and contexts at once; it must outlive every context it is attached to.
  * Errors: INVALID_ARGUMENT, CACHE (no usable cache: locked by another process beyond the timeout,
@@ -417,7 +423,8 @@ typedef struct lmrt_generate_request {
 
 /* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets
  * struct_size. */
-LMRT_API lmrt_status lmrt_generate_request_init(lmrt_generate_request* request);
+LMRT_API lmrt_status lmrt_generate_request_init_sized(lmrt_generate_request* request, size_t struct_size);
+static inline lmrt_status lmrt_generate_request_init(lmrt_generate_request* request) { return lmrt_generate_request_init_sized(request, sizeof *request); }
 
 /* One finished beam of a beam search. Owned by the context like the result's text. */
 typedef struct lmrt_beam {
@@ -493,7 +500,8 @@ typedef struct lmrt_plugin_host_params {
 } lmrt_plugin_host_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
-LMRT_API lmrt_status lmrt_plugin_host_params_init(lmrt_plugin_host_params* params);
+LMRT_API lmrt_status lmrt_plugin_host_params_init_sized(lmrt_plugin_host_params* params, size_t struct_size);
+static inline lmrt_status lmrt_plugin_host_params_init(lmrt_plugin_host_params* params) { return lmrt_plugin_host_params_init_sized(params, sizeof *params); }
 
 /* Creates a plugin host with no plugins. params: NULL for defaults (loading disabled).
  * err/err_size: optional message buffer. Errors: INVALID_ARGUMENT, OUT_OF_MEMORY. */

@@ -296,7 +296,7 @@ impl<'m> Context<'m> {
         // SAFETY: an all-zero params struct is valid; _init fills it.
         let mut p: sys::lmrt_context_params = unsafe { std::mem::zeroed() };
         // SAFETY: a valid pointer.
-        unsafe { sys::lmrt_context_params_init(&mut p) };
+        unsafe { sys::lmrt_context_params_init_sized(&mut p, std::mem::size_of::<sys::lmrt_context_params>()) };
         p.n_ctx = params.n_ctx;
         p.n_threads = params.n_threads;
         let mut raw = ptr::null_mut();
@@ -342,7 +342,7 @@ impl<'m> Context<'m> {
         let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
         let mut res: sys::lmrt_generate_result = unsafe { std::mem::zeroed() };
         // SAFETY: a valid pointer.
-        unsafe { sys::lmrt_generate_request_init(&mut req) };
+        unsafe { sys::lmrt_generate_request_init_sized(&mut req, std::mem::size_of::<sys::lmrt_generate_request>()) };
         req.prompt = prompt.as_ptr().cast();
         req.prompt_len = prompt.len();
         req.max_tokens = max_tokens;

@@ -129,7 +129,8 @@ extern "C" {
     pub fn lmrt_status_str(status: lmrt_status) -> *const c_char;
     pub fn lmrt_finish_reason_str(reason: u32) -> *const c_char;
 
-    pub fn lmrt_model_params_init(params: *mut lmrt_model_params) -> lmrt_status;
+    // The header's lmrt_model_params_init(p) is an inline wrapper of this with sizeof *p.
+    pub fn lmrt_model_params_init_sized(params: *mut lmrt_model_params, struct_size: usize) -> lmrt_status;
     pub fn lmrt_model_open(
         path: *const c_char,
         params: *const lmrt_model_params,
@@ -151,7 +152,8 @@ extern "C" {
         n_tokens: *mut usize,
     ) -> lmrt_status;
 
-    pub fn lmrt_context_params_init(params: *mut lmrt_context_params) -> lmrt_status;
+    // The header's lmrt_context_params_init(p) is an inline wrapper of this with sizeof *p.
+    pub fn lmrt_context_params_init_sized(params: *mut lmrt_context_params, struct_size: usize) -> lmrt_status;
     pub fn lmrt_context_create(
         model: *mut lmrt_model,
         params: *const lmrt_context_params,
@@ -162,7 +164,8 @@ extern "C" {
     pub fn lmrt_context_free(ctx: *mut lmrt_context) -> lmrt_status;
     pub fn lmrt_context_last_error(ctx: *const lmrt_context) -> *const c_char;
 
-    pub fn lmrt_generate_request_init(request: *mut lmrt_generate_request) -> lmrt_status;
+    // The header's lmrt_generate_request_init(p) is an inline wrapper of this with sizeof *p.
+    pub fn lmrt_generate_request_init_sized(request: *mut lmrt_generate_request, struct_size: usize) -> lmrt_status;
     pub fn lmrt_generate(
         ctx: *mut lmrt_context,
         request: *const lmrt_generate_request,
