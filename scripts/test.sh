@@ -33,4 +33,4 @@ cmake --build "$root/build-tsan" -j "$jobs" --target lmrt_tests
 echo "== TSan tests"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   "$root/build-tsan/tests/lmrt_tests" --gtest_brief=1 \
-  --gtest_filter='Threads.*:CApi.*:ThreadsAndKv/*:ThreadPool*:Plugin*Thread*:*TwoThreads*:DecodeAlloc*'
+  --gtest_filter='Threads.*:CApi.*:ThreadsAndKv/*:ThreadPool*:Plugin*Thread*:*TwoThreads*:DecodeAlloc*:PluginGeneration.*'

@@ -4,6 +4,7 @@
 #include <lmrt/lmrt.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_support.h"
@@ -116,6 +117,43 @@ TEST(PluginGeneration, RegexStopCriterionEndsTheTextAtTheMatch) {
   EXPECT_NE(std::string(lmrt_context_last_error(e.ctx)).find("nonesuch"), std::string::npos);
   req.n_stop_criteria = 0;
   EXPECT_EQ(lmrt_generate(e.ctx, &req, nullptr, nullptr, &res), LMRT_OK);
+}
+
+// One plugin host, one model, two contexts generating on two threads at once with the same plugin
+// sampler and stop criterion: each thread gets what it gets alone (run under TSan in CI).
+TEST(PluginGeneration, TwoContextsOnTwoThreadsShareOnePlugin) {
+  Env e;
+  setup(&e);
+  lmrt_context* second = nullptr;
+  lmrt_context_params cp;
+  lmrt_context_params_init(&cp);
+  cp.n_ctx = 256;
+  cp.n_threads = 1;
+  char err[256];
+  ASSERT_EQ(lmrt_context_create(e.model, &cp, &second, err, sizeof err), LMRT_OK) << err;
+  const char* criteria[] = {"regex(pattern=\"!\")"};
+  auto run = [&](lmrt_context* ctx, uint64_t seed, std::vector<int32_t>* out) {
+    lmrt_generate_request req = request(e, 48);
+    req.samplers = "top_k(40) mirostat_v2(tau=5,eta=0.1)";
+    req.seed = seed;
+    req.stop_criteria = criteria;
+    req.n_stop_criteria = 1;
+    lmrt_generate_result res;
+    res.struct_size = sizeof res;
+    if (lmrt_generate(ctx, &req, nullptr, nullptr, &res) == LMRT_OK)
+      out->assign(res.tokens, res.tokens + res.completion_tokens);
+  };
+  std::vector<int32_t> alone_a, alone_b, together_a, together_b;
+  run(e.ctx, 1, &alone_a);
+  run(second, 2, &alone_b);
+  std::thread t1([&] { run(e.ctx, 1, &together_a); });
+  std::thread t2([&] { run(second, 2, &together_b); });
+  t1.join();
+  t2.join();
+  EXPECT_FALSE(alone_a.empty());
+  EXPECT_EQ(together_a, alone_a);
+  EXPECT_EQ(together_b, alone_b);
+  lmrt_context_free(second);
 }
 
 }  // namespace
