@@ -65,7 +65,7 @@ done
 # Weight bytes read per decoded token: every 2-D weight once, except the embedding table (one row).
 for m in $models; do
   "$lmrt" info -m "$models_dir/$m-q4_0.gguf" --json |
-    jq -c --arg m "$m" '{kind:"shape", model:$m, bytes_per_token: ([.tensor_types[].bytes] | add) - (.n_vocab * .n_embd / 32 * 18) + (.n_embd / 32 * 18)}' >> "$out"
+    jq -c --arg m "$m" '{kind:"shape", model:$m, bytes_per_token: (([.tensor_types[].bytes] | add) - (.n_vocab * .n_embd / 32 * 18) + (.n_embd / 32 * 18))}' >> "$out"
 done
 
 python3 - "$out" <<'PY'
