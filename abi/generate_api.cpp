@@ -51,6 +51,20 @@ Status request_chain(const lmrt_generate_request& req, const lmrt_model& model,
   return lmrt::make_chain_from_params(p, seed, out);
 }
 
+// The event for `text` and the tokens [first, first + count) of the result so far.
+lmrt_token_event make_event(std::string_view text, const lmrt::GenerateResult& so_far, size_t first, size_t count) {
+  lmrt_token_event ev{};
+  ev.struct_size = sizeof ev;
+  ev.token = so_far.tokens.empty() ? -1 : so_far.tokens.back();
+  ev.text = text.data();
+  ev.text_len = text.size();
+  ev.index = static_cast<uint32_t>(so_far.tokens.size());
+  ev.n_tokens = static_cast<uint32_t>(count);
+  ev.tokens = so_far.tokens.data() + first;
+  ev.logprobs = so_far.logprobs.empty() ? nullptr : as_c(so_far.logprobs.data() + first);
+  return ev;
+}
+
 void fill_result(lmrt_context* ctx, lmrt_generate_result* result, const lmrt::CacheOutcome& cache = {}) {
   const lmrt::GenerateResult& g = ctx->last_result;
   lmrt_generate_result full{};
@@ -98,14 +112,7 @@ Status run_beam_search(lmrt_context* ctx, const lmrt_generate_request& req, cons
                                         b.score, static_cast<lmrt_finish_reason>(b.finish_reason)});
   const lmrt::GenerateResult& g = ctx->last_result;
   if (on_token != nullptr && !g.text.empty()) {
-    lmrt_token_event ev{};
-    ev.struct_size = sizeof ev;
-    ev.token = g.tokens.empty() ? -1 : g.tokens.back();
-    ev.text = g.text.data();
-    ev.text_len = g.text.size();
-    ev.index = static_cast<uint32_t>(g.tokens.size());
-    ev.n_tokens = ev.index;
-    ev.tokens = g.tokens.data();
+    const lmrt_token_event ev = make_event(g.text, g, 0, g.tokens.size());
     (void)on_token(user_data, &ev);
   }
   if (result != nullptr) fill_result(ctx, result);
@@ -202,15 +209,7 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
           sink.fn = [](void* u, std::string_view text, const lmrt::GenerateResult& so_far, size_t first,
                        size_t count) -> int {
             const auto* b = static_cast<Bridge*>(u);
-            lmrt_token_event ev{};
-            ev.struct_size = sizeof ev;
-            ev.token = so_far.tokens.empty() ? -1 : so_far.tokens.back();
-            ev.text = text.data();
-            ev.text_len = text.size();
-            ev.index = static_cast<uint32_t>(so_far.tokens.size());
-            ev.n_tokens = static_cast<uint32_t>(count);
-            ev.tokens = so_far.tokens.data() + first;
-            ev.logprobs = so_far.logprobs.empty() ? nullptr : as_c(so_far.logprobs.data() + first);
+            const lmrt_token_event ev = make_event(text, so_far, first, count);
             return b->fn(b->user, &ev);
           };
         }
