@@ -109,7 +109,7 @@ struct QuantTiles {
     __m256 acc[R][T];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i) * a.w_row_bytes;
+      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
     }
@@ -139,7 +139,7 @@ struct QuantTiles {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = hsum(acc[i][j]);
   }
 };
 
@@ -212,7 +212,7 @@ struct FloatTiles {
     __m256 acc[R][T];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i) * a.w_row_bytes;
+      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
     }
@@ -250,7 +250,7 @@ struct FloatTiles {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = hsum(acc[i][j]);
   }
 };
 

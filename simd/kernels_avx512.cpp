@@ -149,7 +149,7 @@ struct QuantTiles {
     __m512 acc[R][T];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i) * a.w_row_bytes;
+      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
     }
@@ -170,7 +170,7 @@ struct QuantTiles {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = _mm512_reduce_add_ps(acc[i][j]);
   }
 };
 
@@ -228,7 +228,7 @@ struct FloatTiles {
     __m512 acc[R][T];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i) * a.w_row_bytes;
+      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
     }
@@ -267,7 +267,7 @@ struct FloatTiles {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = _mm512_reduce_add_ps(acc[i][j]);
   }
 };
 

@@ -19,7 +19,15 @@ struct MatmulArgs {
   size_t n;
   float* y;
   size_t ldy;
+  // Rows between the rows of one tile: 1 for adjacent rows; larger in decode, where each row of a tile
+  // is the head of its own stream (see run_tiled).
+  size_t row_stride = 1;
 };
+
+// Decode reads each weight once, so it is bound by how many lines a core keeps in flight. One
+// sequential stream leaves the core far below its read bandwidth; R streams far apart (each tile row
+// from its own quarter of the rows) let the hardware prefetcher run R streams at once.
+inline constexpr size_t kMinStreamRows = 16;
 
 // Weight bytes kept hot (L2) while every token tile passes over them during prefill.
 inline constexpr size_t kRowChunkBytes = 256 * 1024;
@@ -47,7 +55,14 @@ void run_tiled(const void* w, size_t w_row_bytes, const void* x, size_t x_row_by
       static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
   if (n_tok == 1) {
     constexpr size_t R = K::kDecodeRows;
+    const size_t per_stream = (r1 - r0) / R;
     size_t r = r0;
+    if (per_stream >= kMinStreamRows) {
+      MatmulArgs s = a;
+      s.row_stride = per_stream;
+      for (size_t i = 0; i < per_stream; ++i) K::template tile<static_cast<int>(R), 1, false>(s, r0 + i, 0);
+      r = r0 + R * per_stream;
+    }
     for (; r + R <= r1; r += R) K::template tile<static_cast<int>(R), 1, true>(a, r, 0);
     for (; r < r1; ++r) K::template tile<1, 1, false>(a, r, 0);
     return;

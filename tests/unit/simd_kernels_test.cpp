@@ -227,6 +227,15 @@ TEST_P(SimdKernels, MatmulsAcrossRowChunks) {
   check_matmul(k(), TensorType::f32, {2048, 6, 2, 70}, 8);
 }
 
+// One token over many rows: decode reads each tile's rows from separate streams (rows far apart),
+// including the rows left over when the range does not split evenly.
+TEST_P(SimdKernels, DecodeMatmulsOverManyRowStreams) {
+  check_matmul(k(), TensorType::q4_0, {2048, 1, 3, 250}, 11);
+  check_matmul(k(), TensorType::q4_0, {96, 1, 0, 67}, 12);
+  check_matmul(k(), TensorType::q8_0, {256, 1, 1, 131}, 13);
+  check_matmul(k(), TensorType::f16, {172, 1, 2, 129}, 14);
+}
+
 // Y = W^T through X = identity: every finite F16 / BF16 value must widen exactly as fp16.h does.
 void check_widening(const Kernels& k, TensorType type) {
   constexpr size_t n = 64, rows = 65536 / n;
