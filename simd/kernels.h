@@ -48,6 +48,13 @@ struct Kernels {
   // converting its rows first.
   float (*dot_f16)(const float* a, const uint16_t* b, size_t n);
   void (*axpy_f16)(float* y, float a, const uint16_t* x, size_t n);
+  // Attention over consecutive F16 KV rows `stride` elements apart, one call per (token, head) instead
+  // of one per key, so the loop overhead and horizontal sums are paid once per few keys:
+  // out[p] = scale * sum_i q[i] * fp16(k[p * stride + i]) for p < n_keys.
+  void (*scores_f16)(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale,
+                     float* out);
+  // out[i] = sum_p w[p] * fp16(v[p * stride + i]) for i < dim (overwrites out).
+  void (*weighted_sum_f16)(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim);
 };
 
 // Picks the row-matmul kernel for a weight type.

@@ -436,6 +436,54 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+// The four horizontal sums of a0..a3 in one 128-bit vector.
+__m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+
+__m256 load_f16x8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
+  size_t p = 0;
+  const size_t full = dim / 8 * 8;
+  for (; p + 4 <= n_keys; p += 4) {
+    const uint16_t* k0 = k + p * stride;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < full; i += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + i);
+      a0 = _mm256_fmadd_ps(qv, load_f16x8(k0 + i), a0);
+      a1 = _mm256_fmadd_ps(qv, load_f16x8(k0 + stride + i), a1);
+      a2 = _mm256_fmadd_ps(qv, load_f16x8(k0 + 2 * stride + i), a2);
+      a3 = _mm256_fmadd_ps(qv, load_f16x8(k0 + 3 * stride + i), a3);
+    }
+    alignas(16) float s[4];
+    _mm_store_ps(s, reduce4(a0, a1, a2, a3));
+    for (size_t j = 0; j < 4; ++j) {
+      for (size_t i = full; i < dim; ++i) s[j] += q[i] * _cvtsh_ss(k0[j * stride + i]);
+      out[p + j] = s[j] * scale;
+    }
+  }
+  for (; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
+}
+
+void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim) {
+  const size_t full = dim / 32 * 32;
+  for (size_t i0 = 0; i0 < full; i0 += 32) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (size_t p = 0; p < n_rows; ++p) {
+      const __m256 wp = _mm256_set1_ps(w[p]);
+      const uint16_t* row = v + p * stride + i0;
+      for (size_t c = 0; c < 4; ++c) acc[c] = _mm256_fmadd_ps(wp, load_f16x8(row + 8 * c), acc[c]);
+    }
+    for (size_t c = 0; c < 4; ++c) _mm256_storeu_ps(out + i0 + 8 * c, acc[c]);
+  }
+  if (full < dim) {
+    for (size_t i = full; i < dim; ++i) out[i] = 0.0f;
+    for (size_t p = 0; p < n_rows; ++p) axpy_f16(out + full, w[p], v + p * stride + full, dim - full);
+  }
+}
+
 const Kernels kAvx2 = {
     Isa::avx2,
     matmul<FloatTiles<F32Weights>>,
@@ -452,6 +500,8 @@ const Kernels kAvx2 = {
     axpy,
     dot_f16,
     axpy_f16,
+    scores_f16,
+    weighted_sum_f16,
 };
 
 }  // namespace

@@ -452,6 +452,61 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   }
 }
 
+// The four horizontal sums of a0..a3 in one 128-bit vector (fewer shuffles than four reductions).
+__m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+  // Each 128-bit lane now holds [a0, a1, a0, a1] and [a2, a3, a2, a3] partial sums.
+  const __m512 v = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+__m512 load_f16(const uint16_t* p, size_t i, size_t dim) {
+  if (i + 16 <= dim) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first_floats(dim - i), p + i));
+}
+__m512 load_f32(const float* p, size_t i, size_t dim) {
+  return i + 16 <= dim ? _mm512_loadu_ps(p + i) : _mm512_maskz_loadu_ps(first_floats(dim - i), p + i);
+}
+
+void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
+  size_t p = 0;
+  for (; p + 4 <= n_keys; p += 4) {
+    const uint16_t* k0 = k + p * stride;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < dim; i += 16) {
+      const __m512 qv = load_f32(q, i, dim);
+      a0 = _mm512_fmadd_ps(qv, load_f16(k0, i, dim), a0);
+      a1 = _mm512_fmadd_ps(qv, load_f16(k0 + stride, i, dim), a1);
+      a2 = _mm512_fmadd_ps(qv, load_f16(k0 + 2 * stride, i, dim), a2);
+      a3 = _mm512_fmadd_ps(qv, load_f16(k0 + 3 * stride, i, dim), a3);
+    }
+    _mm_storeu_ps(out + p, _mm_mul_ps(reduce4(a0, a1, a2, a3), _mm_set1_ps(scale)));
+  }
+  for (; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
+}
+
+// Up to 64 output elements stay in registers while every row is added in.
+void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim) {
+  for (size_t i0 = 0; i0 < dim; i0 += 64) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    const size_t regs = dim - i0 >= 64 ? 4 : (dim - i0 + 15) / 16;
+    for (size_t p = 0; p < n_rows; ++p) {
+      const __m512 wp = _mm512_set1_ps(w[p]);
+      const uint16_t* row = v + p * stride;
+      for (size_t c = 0; c < regs; ++c) acc[c] = _mm512_fmadd_ps(wp, load_f16(row, i0 + 16 * c, dim), acc[c]);
+    }
+    for (size_t c = 0; c < regs; ++c) {
+      const size_t i = i0 + 16 * c;
+      if (i + 16 <= dim)
+        _mm512_storeu_ps(out + i, acc[c]);
+      else
+        _mm512_mask_storeu_ps(out + i, first_floats(dim - i), acc[c]);
+    }
+  }
+}
+
 const Kernels kAvx512 = {
     Isa::avx512,
     matmul<FloatTiles<F32Weights>>,
@@ -468,6 +523,8 @@ const Kernels kAvx512 = {
     axpy,
     dot_f16,
     axpy_f16,
+    scores_f16,
+    weighted_sum_f16,
 };
 
 }  // namespace

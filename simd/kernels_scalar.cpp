@@ -118,6 +118,15 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += a * fp16_to_f32(x[i]);
 }
 
+void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
+  for (size_t p = 0; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
+}
+
+void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim) {
+  for (size_t i = 0; i < dim; ++i) out[i] = 0.0f;
+  for (size_t p = 0; p < n_rows; ++p) axpy_f16(out, w[p], v + p * stride, dim);
+}
+
 const Kernels kScalar = {
     Isa::scalar,
     matmul_rows<float, float, dot_f32_row, 1>,
@@ -134,6 +143,8 @@ const Kernels kScalar = {
     axpy,
     dot_f16,
     axpy_f16,
+    scores_f16,
+    weighted_sum_f16,
 };
 
 }  // namespace

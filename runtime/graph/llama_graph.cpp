@@ -121,7 +121,13 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
       const uint32_t n_pos = batch.n_visible(t);
       const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
       const size_t off = static_cast<size_t>(kvh) * hd * kv.entry_bytes();
-      if (f16) {
+      // Without views the visible slots are 0..n_pos-1: consecutive rows, one kernel call.
+      const bool consecutive = f16 && batch.views == nullptr;
+      const size_t row_elems = hp.kv_dim();
+      if (consecutive) {
+        k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, 0) + off), row_elems, n_pos, hd, scale,
+                       scores);
+      } else if (f16) {
         for (uint32_t p = 0; p < n_pos; ++p)
           scores[p] =
               k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) *
@@ -133,6 +139,11 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
       }
       k_->softmax(scores, n_pos);
       float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
+      if (consecutive) {
+        k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, 0) + off), row_elems, n_pos,
+                             hd);
+        continue;
+      }
       std::fill_n(out, hd, 0.0f);
       if (f16) {
         for (uint32_t p = 0; p < n_pos; ++p)

@@ -406,6 +406,36 @@ TEST_P(SimdKernels, F16AxpyMatchesReference) {
   }
 }
 
+// Attention over consecutive F16 rows: head sizes with and without tails, key counts around the
+// 4-key step, rows wider than the head (the KV row holds every KV head).
+TEST_P(SimdKernels, AttentionScoresAndWeightedSumMatchReference) {
+  for (size_t dim : {8u, 16u, 24u, 64u, 72u, 100u, 128u}) {
+    for (size_t n_keys : {1u, 3u, 4u, 5u, 17u, 64u}) {
+      const size_t stride = dim * 3 + 8;
+      const uint32_t seed = static_cast<uint32_t>(dim * 131 + n_keys);
+      const std::vector<uint16_t> rows = random_halves(stride * n_keys, seed);
+      const std::vector<float> q = random_floats(dim, seed + 1);
+      std::vector<float> want(n_keys), got(n_keys);
+      ref().scores_f16(q.data(), rows.data() + 8, stride, n_keys, dim, 0.125f, want.data());
+      k().scores_f16(q.data(), rows.data() + 8, stride, n_keys, dim, 0.125f, got.data());
+      for (size_t p = 0; p < n_keys; ++p) {
+        double mag = 0.0;
+        for (size_t i = 0; i < dim; ++i) mag += std::fabs(q[i] * fp16_to_f32(rows[8 + p * stride + i]));
+        ASSERT_NEAR(got[p], want[p], kMatmulTol * 0.125 * mag) << "dim=" << dim << " keys=" << n_keys << " p=" << p;
+      }
+      const std::vector<float> w = random_floats(n_keys, seed + 2);
+      std::vector<float> want_v(dim, 7.0f), got_v(dim, 7.0f);  // overwritten, not added to
+      ref().weighted_sum_f16(want_v.data(), w.data(), rows.data() + 8, stride, n_keys, dim);
+      k().weighted_sum_f16(got_v.data(), w.data(), rows.data() + 8, stride, n_keys, dim);
+      for (size_t i = 0; i < dim; ++i) {
+        double mag = 0.0;
+        for (size_t p = 0; p < n_keys; ++p) mag += std::fabs(w[p] * fp16_to_f32(rows[8 + p * stride + i]));
+        ASSERT_NEAR(got_v[i], want_v[i], kMatmulTol * mag + 1e-30) << "dim=" << dim << " keys=" << n_keys << " i=" << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, SimdKernels, testing::Values(Isa::avx2, Isa::avx512, Isa::neon),
                          [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
