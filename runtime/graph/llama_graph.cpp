@@ -71,11 +71,19 @@ void LlamaGraph::matmul(const WeightView& w, uint32_t n_tok, const float* x, siz
   const void* xin = x;
   size_t x_row_bytes = ldx * sizeof(float);
   if (simd::takes_q8_activations(w.type)) {
-    // Quantize the input rows once; every row of W then reads the same int8 activations.
+    // Quantize the input rows once; every row of W then reads the same int8 activations. A batch's
+    // rows are split across the pool; one row is not worth a dispatch.
     const size_t nb = n / 32;
-    for (uint32_t t = 0; t < n_tok; ++t) k_->quantize_q8_0(x + t * ldx, xq_.data() + t * nb, n);
-    xin = xq_.data();
-    x_row_bytes = nb * sizeof(BlockQ8_0);
+    simd::BlockQ8Act* xq = xq_.data();
+    if (n_tok == 1) {
+      k_->quantize_q8_act(x, xq, n);
+    } else {
+      pool.parallel_for(n_tok, std::max<size_t>(1, n_tok / (pool.size() * 4)), [&](size_t t0, size_t t1) {
+        for (size_t t = t0; t < t1; ++t) k_->quantize_q8_act(x + t * ldx, xq + t * nb, n);
+      });
+    }
+    xin = xq;
+    x_row_bytes = nb * sizeof(simd::BlockQ8Act);
   }
   const simd::MatmulFn fn = simd::matmul_for(*k_, w.type);
   const size_t rows = w.n_rows;

@@ -7,7 +7,7 @@
 // - rmsnorm, softmax, silu_mul: 1e-5 relative per element (plus 1e-37 absolute for results that
 //   underflow);
 // - axpy and axpy_f16: 2 ulp of |y| + |a x|; dot_f16 like dot_f32; add: exact;
-// - quantize_q8_0 and the F16/BF16 widening: bit-exact.
+// - quantize_q8_act and the F16/BF16 widening: bit-exact.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -114,7 +114,8 @@ Matrix random_matrix(TensorType type, size_t rows, size_t n, size_t pad, uint32_
   return m;
 }
 
-// Activation rows for `type`: floats, or floats quantized to Q8_0 by the reference, `row_bytes` apart.
+// Activation rows for `type`: floats, or floats quantized to BlockQ8Act by the reference, `row_bytes`
+// apart.
 struct Activations {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // n_tok x n, as the kernel sees them
@@ -134,14 +135,14 @@ Activations random_activations(TensorType type, size_t n_tok, size_t n, uint32_t
     }
     return a;
   }
-  a.row_bytes = n / 32 * sizeof(BlockQ8_0) + sizeof(BlockQ8_0);
+  a.row_bytes = n / 32 * sizeof(BlockQ8Act) + sizeof(BlockQ8Act);
   a.bytes.assign(n_tok * a.row_bytes, 0xA5);
   for (size_t t = 0; t < n_tok; ++t) {
     const std::vector<float> x = random_floats(n, seed + static_cast<uint32_t>(t), 2.0f);
-    std::vector<BlockQ8_0> q(n / 32);
-    ref().quantize_q8_0(x.data(), q.data(), n);
-    std::memcpy(a.bytes.data() + t * a.row_bytes, q.data(), q.size() * sizeof(BlockQ8_0));
-    for (size_t i = 0; i < n; ++i) a.values[t * n + i] = q[i / 32].qs[i % 32] * fp16_to_f32(q[i / 32].d);
+    std::vector<BlockQ8Act> q(n / 32);
+    ref().quantize_q8_act(x.data(), q.data(), n);
+    std::memcpy(a.bytes.data() + t * a.row_bytes, q.data(), q.size() * sizeof(BlockQ8Act));
+    for (size_t i = 0; i < n; ++i) a.values[t * n + i] = q[i / 32].qs[i % 32] * q[i / 32].d;
   }
   return a;
 }
@@ -221,6 +222,22 @@ TEST_P(SimdKernels, FloatMatmulsMatchReference) {
   }
 }
 
+// The Q4_0 batch path: tokens in tiles of up to 12 (and uneven splits), rows in groups of 16 with a
+// partial last group and unaligned starts, K in slabs of 32 blocks with a partial last slab.
+TEST_P(SimdKernels, Q4_0BatchShapesMatchReference) {
+  uint32_t seed = 500;
+  for (size_t n_tok : {2u, 6u, 11u, 12u, 13u, 24u, 25u, 40u}) {
+    check_matmul(k(), TensorType::q4_0, {32 * 45, n_tok, 5, 40}, seed++);
+    if (HasFatalFailure()) return;
+  }
+  for (size_t r1 : {16u, 17u, 31u, 48u}) {
+    check_matmul(k(), TensorType::q4_0, {32 * 33, 9, 0, r1}, seed++);
+    check_matmul(k(), TensorType::q4_0, {32 * 64, 3, 1, r1}, seed++);
+    if (HasFatalFailure()) return;
+  }
+  check_matmul(k(), TensorType::q4_0, {32, 14, 7, 8}, seed++);  // one block, one row
+}
+
 // Many rows, so the prefill path cuts the rows into several cache-sized chunks.
 TEST_P(SimdKernels, MatmulsAcrossRowChunks) {
   check_matmul(k(), TensorType::q4_0, {2048, 9, 1, 250}, 7);
@@ -256,7 +273,7 @@ TEST_P(SimdKernels, F16AndBf16WidenExactlyAsFp16Header) {
   check_widening(k(), TensorType::bf16);
 }
 
-TEST_P(SimdKernels, QuantizeQ8_0IsBitIdentical) {
+TEST_P(SimdKernels, QuantizeQ8ActIsBitIdentical) {
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> exponent(-8.0f, 8.0f);
   for (size_t n : {32u, 64u, 96u, 2048u, 5632u}) {
@@ -271,11 +288,15 @@ TEST_P(SimdKernels, QuantizeQ8_0IsBitIdentical) {
       for (size_t j = 0; j < 32; ++j) x[32 + j] = static_cast<float>(j) - 15.5f;
       x[63] = 127.0f;
     }
-    std::vector<BlockQ8_0> want(n / 32), got(n / 32);
-    ref().quantize_q8_0(x.data(), want.data(), n);
-    k().quantize_q8_0(x.data(), got.data(), n);
+    std::vector<BlockQ8Act> want(n / 32), got(n / 32);
+    ref().quantize_q8_act(x.data(), want.data(), n);
+    k().quantize_q8_act(x.data(), got.data(), n);
     for (size_t b = 0; b < n / 32; ++b) {
-      ASSERT_EQ(got[b].d, want[b].d) << "n=" << n << " block " << b;
+      int32_t sum = 0;
+      for (int8_t q : want[b].qs) sum += q;
+      ASSERT_EQ(want[b].minus8_sum, -8 * sum) << "n=" << n << " block " << b;
+      ASSERT_EQ(std::memcmp(&got[b].d, &want[b].d, sizeof(float)), 0) << "n=" << n << " block " << b;
+      ASSERT_EQ(got[b].minus8_sum, want[b].minus8_sum) << "n=" << n << " block " << b;
       ASSERT_EQ(std::memcmp(got[b].qs, want[b].qs, 32), 0) << "n=" << n << " block " << b;
     }
   }
