@@ -61,7 +61,23 @@ struct Kernels {
   // converting its rows first.
   float (*dot_f16)(const float* a, const uint16_t* b, size_t n);
   void (*axpy_f16)(float* y, float a, const uint16_t* x, size_t n);
+
+  // Optional (nullptr when the ISA has none; the graph then attends token by token with the
+  // kernels above). Batched causal attention of n_q <= kAttendQueries queries of one head over an F16
+  // KV arena: for query i, out[i * ldo + d] = sum_{p < n_vis[i]} softmax_p(scale * q_i . k_p) v_p[d],
+  // where q_i = q + i * ldq, k_p = k + p * kv_stride and v_p = v + p * kv_stride (hd halves each) and
+  // every n_vis[i] >= 1. `scratch` holds attend_scratch_floats(max n_vis, hd) floats, 64-byte aligned.
+  void (*attend_f16)(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, const uint16_t* k,
+                     const uint16_t* v, size_t kv_stride, size_t hd, float scale, float* scratch, float* out,
+                     size_t ldo);
 };
+
+// Queries per attend_f16 call (one per 512-bit lane).
+inline constexpr size_t kAttendQueries = 16;
+// Scratch of attend_f16: transposed scores for n_pos positions plus buffers of a few head rows.
+inline constexpr size_t attend_scratch_floats(size_t n_pos, size_t hd) {
+  return kAttendQueries * (n_pos + 2 * hd) + 48 * hd;
+}
 
 // Picks the row-matmul kernel for a weight type.
 MatmulFn matmul_for(const Kernels& k, TensorType type);

@@ -454,6 +454,7 @@ const Kernels kAvx2 = {
     axpy,
     dot_f16,
     axpy_f16,
+    nullptr,  // attend_f16
 };
 
 }  // namespace

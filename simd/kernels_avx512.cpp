@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -231,19 +232,23 @@ void prefill_tile(const PackedSlab& s, size_t nbs, const uint8_t* x, size_t x_ro
     acc[t] = _mm512_setzero_ps();
   }
   for (size_t b = 0; b < nbs; ++b) {
-    __m512i w[8];
+    // Weight register outermost, tokens innermost: the T sums are independent, so consecutive
+    // vpdpbusd never wait on each other (token-major order leaves chains of 8 dependent ones that
+    // the scheduler cannot hide).
+    __m512i sum[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) sum[t] = _mm512_set1_epi32(xt[t][b].minus8_sum);
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(&s.q[b][j]);
+    for (int j = 0; j < 8; ++j) {
+      const __m512i w = _mm512_load_si512(&s.q[b][j]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        sum[t] = _mm512_dpbusd_epi32(sum[t], w, _mm512_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[j]));
+    }
     const __m512 wd = _mm512_load_ps(&s.d[b]);
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8Act* xb = xt[t] + b;
-      const AliasedI32* xq = reinterpret_cast<const AliasedI32*>(xb->qs);
-      __m512i sum = _mm512_set1_epi32(xb->minus8_sum);
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) sum = _mm512_dpbusd_epi32(sum, w[j], _mm512_set1_epi32(xq[j]));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(wd, _mm512_set1_ps(xb->d)), acc[t]);
-    }
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(wd, _mm512_set1_ps(xt[t][b].d)), acc[t]);
   }
 #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) {
@@ -262,6 +267,23 @@ constexpr auto prefill_tiles(std::index_sequence<I...>) {
 // kPrefillTiles[tn - 1] handles tn tokens.
 constexpr auto kPrefillTiles = prefill_tiles(std::make_index_sequence<kPrefillToks>());
 
+// Rows pointers of the 16-row group at r (rows past r1 repeat the last row: read from valid memory,
+// never stored).
+void group_rows(const MatmulArgs& a, size_t r, size_t r1, const uint8_t* (&rows)[kPackRows]) {
+  const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
+  for (size_t i = 0; i < kPackRows; ++i) rows[i] = a.w + (r + (i < n_rows ? i : n_rows - 1)) * a.w_row_bytes;
+}
+
+// Fetches blocks [b0, b0 + nbs) of the group's rows into L2 while the current slab is computed, so the
+// next repack does not wait on memory (16 rows are more streams than the hardware prefetcher follows).
+void prefetch_slab(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nbs) {
+  for (size_t i = 0; i < kPackRows; ++i) {
+    const uint8_t* p = rows[i] + b0 * kQ4Bytes;
+    for (size_t o = 0; o < nbs * kQ4Bytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(p + nbs * kQ4Bytes - 1), _MM_HINT_T1);
+  }
+}
+
 void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1) {
   const size_t nb = a.n / kBlock;
   // Equal token tiles of at most kPrefillToks (13 tokens run as 7 + 6, not 12 + 1).
@@ -271,12 +293,18 @@ void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1
   for (size_t r = r0; r < r1; r += kPackRows) {
     const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
     const __mmask16 row_mask = static_cast<__mmask16>((1u << n_rows) - 1);
-    // Rows past r1 repeat the last row: read from valid memory, never stored.
     const uint8_t* rows[kPackRows];
-    for (size_t i = 0; i < kPackRows; ++i) rows[i] = a.w + (r + (i < n_rows ? i : n_rows - 1)) * a.w_row_bytes;
+    group_rows(a, r, r1, rows);
     for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
       const size_t nbs = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
       repack_q4_0(rows, b0, nbs, slab);
+      if (b0 + nbs < nb) {
+        prefetch_slab(rows, b0 + nbs, nb - b0 - nbs < kSlabBlocks ? nb - b0 - nbs : kSlabBlocks);
+      } else if (r + kPackRows < r1) {
+        const uint8_t* next[kPackRows];
+        group_rows(a, r + kPackRows, r1, next);
+        prefetch_slab(next, 0, nb < kSlabBlocks ? nb : kSlabBlocks);
+      }
       for (size_t t = 0; t < n_tok; t += tile_toks) {
         const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
         kPrefillTiles[tn - 1](slab, nbs, a.x + t * a.x_row_bytes + b0 * kActBytes, a.x_row_bytes, b0 == 0,
@@ -579,6 +607,117 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   }
 }
 
+// ---- Batched causal attention (attend_f16) ----
+//
+// Queries sit in the 16 lanes of a register, so scores, softmax and the weighted sum of values are
+// plain vertical FMAs with one key or value element broadcast from memory, and no horizontal sums.
+// Keys and values are widened from F16 a few rows at a time into a small buffer. Scores are kept
+// transposed (st[p * 16 + i]); unnormalized weights are summed into the output, which is divided by
+// the softmax denominator at the end.
+
+constexpr size_t kAttendKeys = 8;     // keys per score step (one accumulator each)
+constexpr size_t kAttendValues = 48;  // value rows widened at a time
+
+// Widens the hd halves at src to floats at dst.
+void widen_row(const uint16_t* src, float* dst, size_t hd) {
+  size_t d = 0;
+  for (; d + 16 <= hd; d += 16)
+    _mm512_storeu_ps(dst + d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + d))));
+  if (d < hd) {
+    const __mmask16 m = first_floats(hd - d);
+    _mm512_mask_storeu_ps(dst + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + d)));
+  }
+}
+
+void attend_f16(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, const uint16_t* k, const uint16_t* v,
+                size_t kv_stride, size_t hd, float scale, float* scratch, float* out, size_t ldo) {
+  float* qt = scratch;             // [hd][16] scaled queries, transposed
+  float* ot = scratch + 16 * hd;   // [hd][16] output, transposed
+  float* buf = scratch + 32 * hd;  // [48][hd] widened key or value rows
+  float* st = scratch + 80 * hd;   // [n_max][16] scores, then weights
+  // Unused lanes see position 0 with a zero query: finite, never stored.
+  alignas(64) int32_t nv[16];
+  size_t n_max = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    nv[i] = i < n_q ? static_cast<int32_t>(n_vis[i]) : 1;
+    n_max = static_cast<size_t>(nv[i]) > n_max ? static_cast<size_t>(nv[i]) : n_max;
+  }
+  const __m512i nvis = _mm512_load_si512(nv);
+  for (size_t d = 0; d < hd; ++d)
+    for (size_t i = 0; i < 16; ++i) qt[d * 16 + i] = i < n_q ? q[i * ldq + d] * scale : 0.0f;
+
+  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+  __m512 mx = neg_inf;
+  for (size_t p0 = 0; p0 < n_max; p0 += kAttendKeys) {
+    const size_t np = n_max - p0 < kAttendKeys ? n_max - p0 : kAttendKeys;
+    __m512 acc[kAttendKeys];
+    for (size_t j = 0; j < np; ++j) widen_row(k + (p0 + j) * kv_stride, buf + j * hd, hd);
+    if (np == kAttendKeys) {
+#pragma GCC unroll 8
+      for (size_t j = 0; j < kAttendKeys; ++j) acc[j] = _mm512_setzero_ps();
+      for (size_t d = 0; d < hd; ++d) {
+        const __m512 qv = _mm512_load_ps(qt + d * 16);
+#pragma GCC unroll 8
+        for (size_t j = 0; j < kAttendKeys; ++j) acc[j] = _mm512_fmadd_ps(qv, _mm512_set1_ps(buf[j * hd + d]), acc[j]);
+      }
+    } else {
+      for (size_t j = 0; j < np; ++j) {
+        __m512 a = _mm512_setzero_ps();
+        for (size_t d = 0; d < hd; ++d)
+          a = _mm512_fmadd_ps(_mm512_load_ps(qt + d * 16), _mm512_set1_ps(buf[j * hd + d]), a);
+        acc[j] = a;
+      }
+    }
+    for (size_t j = 0; j < np; ++j) {
+      const __mmask16 visible = _mm512_cmplt_epi32_mask(_mm512_set1_epi32(static_cast<int32_t>(p0 + j)), nvis);
+      const __m512 sc = _mm512_mask_mov_ps(neg_inf, visible, acc[j]);
+      _mm512_store_ps(st + (p0 + j) * 16, sc);
+      mx = _mm512_max_ps(mx, sc);
+    }
+  }
+  __m512 sum = _mm512_setzero_ps();
+  for (size_t p = 0; p < n_max; ++p) {
+    const __mmask16 visible = _mm512_cmplt_epi32_mask(_mm512_set1_epi32(static_cast<int32_t>(p)), nvis);
+    const __m512 e = _mm512_maskz_mov_ps(visible, exp_ps(_mm512_sub_ps(_mm512_load_ps(st + p * 16), mx)));
+    _mm512_store_ps(st + p * 16, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+
+  for (size_t d = 0; d < hd; ++d) _mm512_store_ps(ot + d * 16, _mm512_setzero_ps());
+  for (size_t p0 = 0; p0 < n_max; p0 += kAttendValues) {
+    const size_t np = n_max - p0 < kAttendValues ? n_max - p0 : kAttendValues;
+    for (size_t j = 0; j < np; ++j) widen_row(v + (p0 + j) * kv_stride, buf + j * hd, hd);
+    size_t d0 = 0;
+    for (; d0 + 16 <= hd; d0 += 16) {
+      __m512 acc[16];
+#pragma GCC unroll 16
+      for (size_t dd = 0; dd < 16; ++dd) acc[dd] = _mm512_load_ps(ot + (d0 + dd) * 16);
+      for (size_t j = 0; j < np; ++j) {
+        const __m512 e = _mm512_load_ps(st + (p0 + j) * 16);
+        const float* vr = buf + j * hd + d0;
+#pragma GCC unroll 16
+        for (size_t dd = 0; dd < 16; ++dd) acc[dd] = _mm512_fmadd_ps(e, _mm512_set1_ps(vr[dd]), acc[dd]);
+      }
+#pragma GCC unroll 16
+      for (size_t dd = 0; dd < 16; ++dd) _mm512_store_ps(ot + (d0 + dd) * 16, acc[dd]);
+    }
+    for (; d0 < hd; ++d0) {  // heads whose size is not a multiple of 16
+      __m512 a = _mm512_load_ps(ot + d0 * 16);
+      for (size_t j = 0; j < np; ++j)
+        a = _mm512_fmadd_ps(_mm512_load_ps(st + (p0 + j) * 16), _mm512_set1_ps(buf[j * hd + d0]), a);
+      _mm512_store_ps(ot + d0 * 16, a);
+    }
+  }
+  const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+  alignas(64) float row[16];
+  for (size_t d = 0; d < hd; ++d) {
+    _mm512_store_ps(row, _mm512_mul_ps(_mm512_load_ps(ot + d * 16), inv));
+    for (size_t i = 0; i < n_q; ++i) out[i * ldo + d] = row[i];
+  }
+}
+
+// ---- end of batched attention ----
+
 const Kernels kAvx512 = {
     Isa::avx512,
     matmul<FloatTiles<F32Weights>>,
@@ -595,6 +734,7 @@ const Kernels kAvx512 = {
     axpy,
     dot_f16,
     axpy_f16,
+    attend_f16,
 };
 
 }  // namespace

@@ -140,6 +140,7 @@ const Kernels kScalar = {
     axpy,
     dot_f16,
     axpy_f16,
+    nullptr,  // attend_f16
 };
 
 }  // namespace
