@@ -62,6 +62,9 @@ struct Kernels {
   float (*dot_f16)(const float* a, const uint16_t* b, size_t n);
   void (*axpy_f16)(float* y, float a, const uint16_t* x, size_t n);
 
+  // y[i] = fp16(x[i]), rounded to nearest even exactly as f32_to_fp16 (runtime/util/fp16.h) for every
+  // non-NaN input: rows entering an F16 KV arena. Optional (nullptr: the graph calls KvArena::store).
+  void (*to_f16)(const float* x, uint16_t* y, size_t n);
   // Optional (nullptr when the ISA has none; the graph then attends token by token with the
   // kernels above). Batched causal attention of n_q <= kAttendQueries queries of one head over an F16
   // KV arena: for query i, out[i * ldo + d] = sum_{p < n_vis[i]} softmax_p(scale * q_i . k_p) v_p[d],

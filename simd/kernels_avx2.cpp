@@ -438,6 +438,14 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+void to_f16(const float* x, uint16_t* y, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) y[i] = static_cast<uint16_t>(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
 const Kernels kAvx2 = {
     Isa::avx2,
     matmul<FloatTiles<F32Weights>>,
@@ -454,6 +462,7 @@ const Kernels kAvx2 = {
     axpy,
     dot_f16,
     axpy_f16,
+    to_f16,
     nullptr,  // attend_f16
 };
 

@@ -607,6 +607,17 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   }
 }
 
+void to_f16(const float* x, uint16_t* y, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
 // ---- Batched causal attention (attend_f16) ----
 //
 // Queries sit in the 16 lanes of a register, so scores, softmax and the weighted sum of values are
@@ -734,6 +745,7 @@ const Kernels kAvx512 = {
     axpy,
     dot_f16,
     axpy_f16,
+    to_f16,
     attend_f16,
 };
 

@@ -124,6 +124,10 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += a * fp16_to_f32(x[i]);
 }
 
+void to_f16(const float* x, uint16_t* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
+}
+
 const Kernels kScalar = {
     Isa::scalar,
     matmul_rows<float, float, dot_f32_row, 1>,
@@ -140,6 +144,7 @@ const Kernels kScalar = {
     axpy,
     dot_f16,
     axpy_f16,
+    to_f16,
     nullptr,  // attend_f16
 };
 

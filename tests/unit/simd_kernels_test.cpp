@@ -10,6 +10,7 @@
 // - quantize_q8_act and the F16/BF16 widening: bit-exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -386,6 +387,16 @@ TEST_P(SimdKernels, DotMatchesReference) {
   }
 }
 
+// 64-byte aligned floats (kernel scratch).
+struct AlignedFloats {
+  explicit AlignedFloats(size_t n) : v(n + 16) {}
+  float* data() {
+    const auto at = reinterpret_cast<uintptr_t>(v.data());
+    return v.data() + ((64 - at % 64) % 64) / sizeof(float);
+  }
+  std::vector<float> v;
+};
+
 std::vector<uint16_t> random_halves(size_t n, uint32_t seed) {
   std::vector<uint16_t> h(n);
   const std::vector<float> f = random_floats(n, seed);
@@ -414,6 +425,73 @@ TEST_P(SimdKernels, F16AxpyMatchesReference) {
     for (size_t i = 0; i < n; ++i) {
       const double mag = std::fabs(y[i]) + std::fabs(0.61 * fp16_to_f32(x[i]));
       ASSERT_NEAR(got[i], want[i], 2.0 * FLT_EPSILON * mag) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+// Every finite float (sampled: random bit patterns, plus the subnormal and overflow edges and exact
+// ties) converts exactly as fp16.h does.
+TEST_P(SimdKernels, ToF16MatchesFp16Header) {
+  if (k().to_f16 == nullptr) GTEST_SKIP() << "no to_f16 in this table";
+  std::mt19937 rng(9);
+  std::vector<float> x;
+  for (int i = 0; i < 20000; ++i) {
+    const uint32_t bits = (rng() & 0x8FFFFFFFu) | ((rng() % 40 + 100) << 23);  // exponents around fp16's range
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  for (float f : {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -1e9f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1.0f + 1.0f / 2048,
+                  1.0f + 3.0f / 2048, 6.1e-5f, 1e-40f})
+    x.push_back(f);
+  for (size_t n : {x.size(), size_t{7}, size_t{17}}) {
+    std::vector<uint16_t> got(n + 1, 0xBEEF);
+    k().to_f16(x.data(), got.data(), n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], f32_to_fp16(x[i])) << "x=" << x[i] << " i=" << i;
+    ASSERT_EQ(got[n], 0xBEEF) << "wrote past n";
+  }
+}
+
+// Batched attention against a double-precision softmax over the same F16 rows.
+TEST_P(SimdKernels, AttendF16MatchesReference) {
+  if (k().attend_f16 == nullptr) GTEST_SKIP() << "no attend_f16 in this table";
+  uint32_t seed = 900;
+  for (size_t hd : {8u, 64u, 72u}) {
+    for (size_t n_q : {1u, 5u, 16u}) {
+      const size_t n_pos = 70, stride = hd + 24, ldq = hd + 3, ldo = hd + 5;
+      const std::vector<uint16_t> kr = random_halves(n_pos * stride, seed++);
+      const std::vector<uint16_t> vr = random_halves(n_pos * stride, seed++);
+      const std::vector<float> q = random_floats(n_q * ldq, seed++, 3.0f);
+      std::vector<uint32_t> n_vis(n_q);
+      for (size_t i = 0; i < n_q; ++i) n_vis[i] = static_cast<uint32_t>(i == 0 ? 1 : n_pos - 3 * i);  // one, many
+      AlignedFloats scratch(attend_scratch_floats(n_pos, hd));
+      std::vector<float> out(n_q * ldo, -7.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      k().attend_f16(q.data(), ldq, n_q, n_vis.data(), kr.data(), vr.data(), stride, hd, scale, scratch.data(),
+                     out.data(), ldo);
+      for (size_t i = 0; i < n_q; ++i) {
+        std::vector<double> w(n_vis[i]);
+        double mx = -1e300, sum = 0.0;
+        for (size_t p = 0; p < n_vis[i]; ++p) {
+          double d = 0.0;
+          for (size_t j = 0; j < hd; ++j) d += static_cast<double>(q[i * ldq + j]) * fp16_to_f32(kr[p * stride + j]);
+          w[p] = d * scale;
+          mx = std::max(mx, w[p]);
+        }
+        for (double& x : w) sum += (x = std::exp(x - mx));
+        for (size_t j = 0; j < ldo; ++j) {
+          if (j >= hd) {
+            ASSERT_EQ(out[i * ldo + j], -7.0f) << "wrote past the head";
+            continue;
+          }
+          double want = 0.0, vmax = 0.0;
+          for (size_t p = 0; p < n_vis[i]; ++p) {
+            want += w[p] / sum * fp16_to_f32(vr[p * stride + j]);
+            vmax = std::max(vmax, std::fabs(static_cast<double>(fp16_to_f32(vr[p * stride + j]))));
+          }
+          ASSERT_NEAR(out[i * ldo + j], want, 3e-5 * vmax) << "hd=" << hd << " n_q=" << n_q << " i=" << i << " d=" << j;
+        }
+      }
     }
   }
 }
