@@ -10,14 +10,26 @@
 
 namespace lmrt::simd {
 
+// A Q8 activation block, the input format of Q4_0 matmuls: 32 int8 values x = qs * d, with the
+// term -8 * sum(qs) precomputed once per token so Q4_0 kernels can use the stored nibbles (q + 8)
+// as unsigned bytes and start each block's integer sum at `minus8_sum`. 4-byte aligned so kernels can
+// broadcast any dword of it straight from memory.
+struct BlockQ8Act {
+  float d;
+  int32_t minus8_sum;
+  int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8Act) == 40);
+
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
 
 const char* isa_name(Isa isa);
 
 // Y[t * ldy + r] = dot(row r of W, row t of X) for rows r in [r0, r1) and tokens t in [0, n_tok).
 // W rows are `n` elements of the weight type, `w_row_bytes` apart. X rows are float32 (F32, F16,
-// BF16, Q8_0 weights) or Q8_0 blocks (Q4_0 weights), `x_row_bytes` apart. Q8_0 weights take float
-// activations for accuracy (see kernels_scalar.cpp); Q4_0 takes int8 ones for speed.
+// BF16, Q8_0 weights) or BlockQ8Act blocks (Q4_0 weights), `x_row_bytes` apart (a multiple of 4).
+// Q8_0 weights take float activations for accuracy (see kernels_scalar.cpp); Q4_0 takes int8 ones
+// for speed.
 using MatmulFn = void (*)(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                           size_t r0, size_t r1, float* y, size_t ldy);
 
@@ -30,8 +42,9 @@ struct Kernels {
   MatmulFn matmul_q8_0;
   MatmulFn matmul_q4_0;
 
-  // Quantizes n floats (n % 32 == 0) to n / 32 Q8_0 blocks (round to nearest, scale = max|x| / 127).
-  void (*quantize_q8_0)(const float* x, BlockQ8_0* y, size_t n);
+  // Quantizes n floats (n % 32 == 0) to n / 32 activation blocks (round to nearest, scale =
+  // max|x| / 127), bit-identical on every ISA.
+  void (*quantize_q8_act)(const float* x, BlockQ8Act* y, size_t n);
   // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
   void (*rmsnorm)(float* out, const float* x, const float* w, size_t n, float eps);
   // In-place numerically stable softmax.
@@ -55,11 +68,30 @@ struct Kernels {
                      float* out);
   // out[i] = sum_p w[p] * fp16(v[p * stride + i]) for i < dim (overwrites out).
   void (*weighted_sum_f16)(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim);
+
+  // y[i] = fp16(x[i]), rounded to nearest even exactly as f32_to_fp16 (runtime/util/fp16.h) for every
+  // non-NaN input: rows entering an F16 KV arena. Optional (nullptr: the graph calls KvArena::store).
+  void (*to_f16)(const float* x, uint16_t* y, size_t n);
+  // Optional (nullptr when the ISA has none; the graph then attends token by token with the
+  // kernels above). Batched causal attention of n_q <= kAttendQueries queries of one head over an F16
+  // KV arena: for query i, out[i * ldo + d] = sum_{p < n_vis[i]} softmax_p(scale * q_i . k_p) v_p[d],
+  // where q_i = q + i * ldq, k_p = k + p * kv_stride and v_p = v + p * kv_stride (hd halves each) and
+  // every n_vis[i] >= 1. `scratch` holds attend_scratch_floats(max n_vis, hd) floats, 64-byte aligned.
+  void (*attend_f16)(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, const uint16_t* k,
+                     const uint16_t* v, size_t kv_stride, size_t hd, float scale, float* scratch, float* out,
+                     size_t ldo);
 };
+
+// Queries per attend_f16 call (one per 512-bit lane).
+inline constexpr size_t kAttendQueries = 16;
+// Scratch of attend_f16: transposed scores for n_pos positions plus buffers of a few head rows.
+inline constexpr size_t attend_scratch_floats(size_t n_pos, size_t hd) {
+  return kAttendQueries * (n_pos + 2 * hd) + 48 * hd;
+}
 
 // Picks the row-matmul kernel for a weight type.
 MatmulFn matmul_for(const Kernels& k, TensorType type);
-// True when the weight type takes Q8_0-quantized activations.
+// True when the weight type takes BlockQ8Act activations (quantize_q8_act).
 bool takes_q8_activations(TensorType type);
 
 // The kernel tables compiled into this build; nullptr when an ISA is not compiled in.

@@ -2,12 +2,11 @@
 //
 // Quantized matmuls work one GGUF block per 256-bit register: the weight register holds the block's
 // first 16 elements in its low lane and its last 16 in its high lane (for Q4_0 its low and high
-// nibbles), which is exactly the order of a Q8_0 activation block, so activations load with one plain
+// nibbles), which is exactly the order of an activation block, so activations load with one plain
 // load. maddubs multiplies unsigned by signed bytes: Q4_0 nibbles (q + 8) are used unsigned and the
-// offset is removed by adding -8 * sum(x), computed once per token and block and shared by the rows of a
-// tile; Q8_0 uses |w| times x with w's sign, which is exact because both sides are within [-127, 127]
-// (as Q8_0 producers write them). Integer sums are exact; only the float accumulation order differs from
-// the scalar reference.
+// offset is removed by adding -8 * sum(x), which quantize_q8_act stores with each activation block; Q8_0 uses |w| times
+// x with w's sign, which is exact because both sides are within [-127, 127] (as Q8_0 producers write them). Integer
+// sums are exact; only the float accumulation order differs from the scalar reference.
 //
 // Everything except the getter has internal linkage so no inline code built for AVX2 can be picked by
 // the linker for another translation unit.
@@ -25,8 +24,8 @@ namespace {
 using tiling::MatmulArgs;
 
 constexpr size_t kBlock = 32;
-constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);  // 18
-constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);  // 34
+constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);    // 18
+constexpr size_t kActBytes = sizeof(BlockQ8Act);  // 40
 constexpr size_t kLine = 64;
 constexpr size_t kF32Lanes = 8;
 
@@ -56,29 +55,26 @@ __m256 broadcast_scale(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
 }
 
-// One activation block for one token: its 32 bytes, its scale and -8 * (its sums, 8 lanes).
+// One activation block for one token: its 32 bytes, its scale and -8 * sum(qs) (in lane 0, zero in the
+// others, so the 8 lanes sum to it).
 struct ActBlock {
   __m256i q;
   __m256 d;
   __m256i minus8_sum;
 };
 
-template <bool kNeedSum>
 ActBlock load_act(const uint8_t* p) {
+  const auto* blk = reinterpret_cast<const BlockQ8Act*>(p);
   ActBlock a;
-  a.q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-  a.d = broadcast_scale(p);
-  if constexpr (kNeedSum) {
-    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a.q), _mm256_set1_epi16(1));
-    a.minus8_sum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s, 3));
-  }
+  a.q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+  a.d = _mm256_broadcast_ss(&blk->d);
+  a.minus8_sum = _mm256_zextsi128_si256(_mm_cvtsi32_si128(blk->minus8_sum));
   return a;
 }
 
 // Q4_0 weights: low nibbles in the low lane, high nibbles in the high lane, as unsigned q + 8.
 struct Q4_0Weights {
   static constexpr size_t kBlockBytes = kQ4Bytes;
-  static constexpr bool kNeedSum = true;
   struct Block {
     __m256i q;
     __m256 d;
@@ -130,7 +126,7 @@ struct QuantTiles {
       for (int i = 0; i < R; ++i) wb[i] = W::load(w[i] + b * W::kBlockBytes);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const ActBlock xb = load_act<W::kNeedSum>(x[j] + b * kQ8Bytes);
+        const ActBlock xb = load_act(x[j] + b * kActBytes);
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i)
           acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(W::dot(wb[i], xb)), _mm256_mul_ps(wb[i].d, xb.d), acc[i][j]);
@@ -260,7 +256,7 @@ void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes
   tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
-void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (size_t b = 0; b < n / kBlock; ++b) {
     const float* xb = x + b * kBlock;
@@ -274,7 +270,7 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
     const float amax = hmax(m);
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    y[b].d = d;
     const __m256 vid = _mm256_set1_ps(id);
     __m256i q[4];
     // cvtps rounds to nearest even under the default MXCSR, as nearbyint does.
@@ -283,6 +279,12 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
     const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs),
                         _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    // The sum of the rounded values (the scalar reference sums the stored int8s: the same integers).
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), p), _mm256_set1_epi16(1));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    y[b].minus8_sum = -8 * _mm_cvtsi128_si32(s4);
   }
 }
 
@@ -484,6 +486,14 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
   }
 }
 
+void to_f16(const float* x, uint16_t* y, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) y[i] = static_cast<uint16_t>(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
 const Kernels kAvx2 = {
     Isa::avx2,
     matmul<FloatTiles<F32Weights>>,
@@ -491,7 +501,7 @@ const Kernels kAvx2 = {
     matmul<FloatTiles<BF16Weights>>,
     matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul<QuantTiles<Q4_0Weights>>,
-    quantize_q8_0,
+    quantize_q8_act,
     rmsnorm,
     softmax,
     silu_mul,
@@ -502,6 +512,8 @@ const Kernels kAvx2 = {
     axpy_f16,
     scores_f16,
     weighted_sum_f16,
+    to_f16,
+    nullptr,  // attend_f16
 };
 
 }  // namespace

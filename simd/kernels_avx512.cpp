@@ -1,12 +1,13 @@
 // AVX-512 (F, BW, VL, DQ) + VNNI kernel table.
 //
-// Quantized matmuls keep the GGUF block layout and put one block in each 128-bit lane: a 512-bit step
-// covers 4 blocks, with the block's first 16 elements in one register and its last 16 in another (for
-// Q4_0 exactly its low and high nibbles). VNNI multiplies unsigned weights by signed activations, so
-// weights are used as unsigned bytes with an offset (Q4_0 nibbles hold q + 8; Q8_0 bytes are flipped to
-// q + 128) and the offset is removed by starting each accumulator at -offset * sum(x), which depends on
-// the token only and is shared by every row of a tile. Integer sums are exact; only the float
-// accumulation order differs from the scalar reference.
+// The Q4_0 matmul has two paths. Decode (one token) keeps the GGUF block layout and puts one block in
+// each 128-bit lane: a 512-bit step covers 4 blocks, with the block's first 16 elements in one register
+// and its last 16 in another (exactly its low and high nibbles). Prefill (several tokens) first repacks
+// 16 rows at a time so one register holds 4 elements of each of the 16 rows, then streams every token
+// through the repacked slab (see the prefill section). VNNI multiplies unsigned weights by signed
+// activations, so the nibbles are used as stored (q + 8) and the offset is removed by starting each
+// block's sum at -8 * sum(x), which quantize_q8_act stores with the activation block. Integer sums are
+// exact; only the float accumulation order differs from the scalar reference.
 //
 // Everything except the getter has internal linkage so no inline code built for AVX-512 can be picked
 // by the linker for another translation unit.
@@ -16,8 +17,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
@@ -27,11 +31,12 @@ namespace {
 
 using tiling::MatmulArgs;
 
-constexpr size_t kBlock = 32;                   // elements per Q4_0 / Q8_0 block
-constexpr size_t kGroup = 4;                    // blocks per 512-bit step, one per 128-bit lane
-constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);  // 18
-constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);  // 34
-constexpr size_t kLine = 64;                    // cache line
+constexpr size_t kBlock = 32;                     // elements per Q4_0 / Q8_0 block
+constexpr size_t kGroup = 4;                      // blocks per 512-bit step, one per 128-bit lane
+constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);    // 18
+constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);    // 34
+constexpr size_t kActBytes = sizeof(BlockQ8Act);  // 40
+constexpr size_t kLine = 64;                      // cache line
 constexpr size_t kF32Lanes = 16;
 
 // Mask of the first n (<= 64) bytes.
@@ -71,23 +76,6 @@ __m512 scales_q4_0(const uint8_t* p, size_t count) {
   return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, v)));
 }
 
-// The same for Q8_0 blocks, 34 bytes (17 words) apart: 4 scales span two 64-byte loads.
-template <bool kFull>
-__m512 scales_q8_0(const uint8_t* p, size_t count) {
-  const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 51 << 16 | 51, 51 << 16 | 51, 34 << 16 | 34,
-                                       34 << 16 | 34, 17 << 16 | 17, 17 << 16 | 17, 0, 0);
-  __m512i lo, hi;
-  if constexpr (kFull) {
-    lo = _mm512_loadu_si512(p);
-    hi = _mm512_loadu_si512(p + 64);
-  } else {
-    const size_t bytes = count * kQ8Bytes;
-    lo = _mm512_maskz_loadu_epi8(first_bytes(bytes), p);
-    hi = bytes > 64 ? _mm512_maskz_loadu_epi8(first_bytes(bytes - 64), p + 64) : _mm512_setzero_si512();
-  }
-  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(lo, idx, hi)));
-}
-
 // One 4-block step of a weight row or activation row: first and last 16 elements of each block as
 // unsigned bytes (weights) or signed bytes (activations), and the per-lane scale.
 struct QuantStep {
@@ -99,7 +87,6 @@ struct QuantStep {
 // Q4_0 weights: nibbles as stored (q + 8).
 struct Q4_0Weights {
   static constexpr size_t kBlockBytes = kQ4Bytes;
-  static constexpr int kOffsetLog2 = 3;
   template <bool kFull>
   static QuantStep load(const uint8_t* p, size_t count) {
     const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -121,17 +108,16 @@ struct QuantTiles {
     QuantStep ws[R];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) ws[i] = W::template load<kFull>(w[i] + b * W::kBlockBytes, count);
-    const __m512i ones = _mm512_set1_epi8(1);
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
-      const uint8_t* xp = x[j] + b * kQ8Bytes;
-      const __m512i x_first = load_lanes<kFull>(xp + 2, kQ8Bytes, count);
-      const __m512i x_last = load_lanes<kFull>(xp + 2 + 16, kQ8Bytes, count);
-      const __m512 xd = scales_q8_0<kFull>(xp, count);
-      // -offset * sum(x), lane by lane, so that sum((w + offset) * x) + init = sum(w * x).
-      __m512i xsum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, x_first);
-      xsum = _mm512_dpbusd_epi32(xsum, ones, x_last);
-      const __m512i init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(xsum, W::kOffsetLog2));
+      const uint8_t* xp = x[j] + b * kActBytes;
+      // Per lane: the block's scale, its -8 * sum(qs), then its qs.
+      const __m512i head = load_lanes<kFull>(xp, kActBytes, count);
+      const __m512i x_first = load_lanes<kFull>(xp + 8, kActBytes, count);
+      const __m512i x_last = load_lanes<kFull>(xp + 8 + 16, kActBytes, count);
+      const __m512 xd = _mm512_permute_ps(_mm512_castsi512_ps(head), 0x00);
+      // -8 * sum(x) in the lane's first dword, so that sum((w + 8) * x) + init = sum(w * x).
+      const __m512i init = _mm512_maskz_shuffle_epi32(0x1111, head, _MM_PERM_BBBB);
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
         __m512i s = _mm512_dpbusd_epi32(init, ws[i].first, x_first);
@@ -173,6 +159,180 @@ struct QuantTiles {
       for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = _mm512_reduce_add_ps(acc[i][j]);
   }
 };
+
+// ---- Q4_0 prefill (n_tok > 1) ----
+//
+// For 16 rows and a slab of up to kSlabBlocks blocks, the rows' blocks are repacked once into
+// PackedSlab: per block, 8 registers where 32-bit lane r holds 4 consecutive elements of row r as
+// unsigned bytes (q + 8), and one register of the 16 rows' scales. Each token then costs, per block,
+// 8 vpdpbusd against its activation dwords broadcast from memory plus one convert and one FMA, for all
+// 16 rows at once; the repacking is shared by every token. The slab (18 KiB) stays in L1 while token
+// tiles of up to kPrefillToks tokens, with one float accumulator per token, pass over it; partial sums
+// of later slabs are added to Y.
+
+constexpr size_t kPackRows = 16;
+constexpr size_t kSlabBlocks = 32;
+constexpr size_t kPrefillToks = 12;
+
+// Register j of a block pairs with activation dword j: raw dword j (< 4) of a Q4_0 block holds elements
+// 4j..4j+3 in its low nibbles and 16+4j..16+4j+3 in its high nibbles, so register j holds the low
+// nibbles of raw dword j and register 4 + j their high nibbles.
+struct PackedSlab {
+  __m512i q[kSlabBlocks][8];
+  __m512 d[kSlabBlocks];
+};
+
+// An int32 read that may alias the int8 activations.
+using AliasedI32 = int32_t __attribute__((may_alias));
+
+// sum + vpdpbusd(w, the dword at p broadcast), with the broadcast folded into the instruction
+// ({1to16}): GCC 12 emits a separate vpbroadcastd, doubling the instructions of the inner loop.
+__m512i dpbusd_bcast(__m512i sum, __m512i w, const AliasedI32* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(sum) : "v"(w), "m"(*p));
+  return sum;
+}
+
+// Repacks blocks [b0, b0 + nbs) of the 16 rows rows[0..15] into s.
+void repack_q4_0(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nbs, PackedSlab& s) {
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  auto load16 = [](const uint8_t* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
+  for (size_t b = 0; b < nbs; ++b) {
+    const size_t off = (b0 + b) * kQ4Bytes;
+    // z[a], lane L: the 16 nibble bytes of row 4L + a.
+    __m512i z[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      __m512i v = _mm512_castsi128_si512(load16(rows[i] + off + 2));
+      v = _mm512_inserti32x4(v, load16(rows[4 + i] + off + 2), 1);
+      v = _mm512_inserti32x4(v, load16(rows[8 + i] + off + 2), 2);
+      z[i] = _mm512_inserti32x4(v, load16(rows[12 + i] + off + 2), 3);
+    }
+    // A 4x4 dword transpose inside each 128-bit lane: t[j], lane L, dword i = dword j of z[i]'s lane L,
+    // that is dword j of row 4L + i, so dword r of t[j] is dword j of row r.
+    const __m512i t01lo = _mm512_unpacklo_epi32(z[0], z[1]), t01hi = _mm512_unpackhi_epi32(z[0], z[1]);
+    const __m512i t23lo = _mm512_unpacklo_epi32(z[2], z[3]), t23hi = _mm512_unpackhi_epi32(z[2], z[3]);
+    const __m512i t[4] = {_mm512_unpacklo_epi64(t01lo, t23lo), _mm512_unpackhi_epi64(t01lo, t23lo),
+                          _mm512_unpacklo_epi64(t01hi, t23hi), _mm512_unpackhi_epi64(t01hi, t23hi)};
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      _mm512_store_si512(&s.q[b][j], _mm512_and_si512(t[j], nib));
+      _mm512_store_si512(&s.q[b][4 + j], _mm512_and_si512(_mm512_srli_epi32(t[j], 4), nib));
+    }
+    alignas(32) uint16_t d[kPackRows];
+#pragma GCC unroll 16
+    for (size_t r = 0; r < kPackRows; ++r) __builtin_memcpy(&d[r], rows[r] + off, sizeof(uint16_t));
+    _mm512_store_ps(&s.d[b], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+  }
+}
+
+// Y[t * ldy + r'] for the slab's 16 rows (those in `rows`) and T tokens whose activation rows start at
+// x (already advanced to the slab's first block), `x_row_bytes` apart. The first slab stores, later ones
+// add.
+template <int T>
+void prefill_tile(const PackedSlab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y,
+                  size_t ldy, __mmask16 rows) {
+  const BlockQ8Act* xt[T];
+  __m512 acc[T];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    xt[t] = reinterpret_cast<const BlockQ8Act*>(x + t * x_row_bytes);
+    acc[t] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < nbs; ++b) {
+    // Weight register outermost, tokens innermost: the T sums are independent, so consecutive
+    // vpdpbusd never wait on each other (token-major order leaves chains of 8 dependent ones that
+    // the scheduler cannot hide).
+    __m512i sum[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) sum[t] = _mm512_set1_epi32(xt[t][b].minus8_sum);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m512i w = _mm512_load_si512(&s.q[b][j]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        sum[t] = dpbusd_bcast(sum[t], w, reinterpret_cast<const AliasedI32*>(xt[t][b].qs) + j);
+    }
+    const __m512 wd = _mm512_load_ps(&s.d[b]);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(wd, _mm512_set1_ps(xt[t][b].d)), acc[t]);
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    float* yt = y + t * ldy;
+    const __m512 v = first ? acc[t] : _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(rows, yt));
+    _mm512_mask_storeu_ps(yt, rows, v);
+  }
+}
+
+using PrefillTileFn = void (*)(const PackedSlab&, size_t, const uint8_t*, size_t, bool, float*, size_t, __mmask16);
+
+template <size_t... I>
+constexpr auto prefill_tiles(std::index_sequence<I...>) {
+  return std::array<PrefillTileFn, sizeof...(I)>{prefill_tile<static_cast<int>(I + 1)>...};
+}
+// kPrefillTiles[tn - 1] handles tn tokens.
+constexpr auto kPrefillTiles = prefill_tiles(std::make_index_sequence<kPrefillToks>());
+
+// Rows pointers of the 16-row group at r (rows past r1 repeat the last row: read from valid memory,
+// never stored).
+void group_rows(const MatmulArgs& a, size_t r, size_t r1, const uint8_t* (&rows)[kPackRows]) {
+  const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
+  for (size_t i = 0; i < kPackRows; ++i) rows[i] = a.w + (r + (i < n_rows ? i : n_rows - 1)) * a.w_row_bytes;
+}
+
+// Fetches blocks [b0, b0 + nbs) of the group's rows into L2 while the current slab is computed, so the
+// next repack does not wait on memory (16 rows are more streams than the hardware prefetcher follows).
+void prefetch_slab(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nbs) {
+  for (size_t i = 0; i < kPackRows; ++i) {
+    const uint8_t* p = rows[i] + b0 * kQ4Bytes;
+    for (size_t o = 0; o < nbs * kQ4Bytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(p + nbs * kQ4Bytes - 1), _MM_HINT_T1);
+  }
+}
+
+void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1) {
+  const size_t nb = a.n / kBlock;
+  // Equal token tiles of at most kPrefillToks (13 tokens run as 7 + 6, not 12 + 1).
+  const size_t n_tiles = (n_tok + kPrefillToks - 1) / kPrefillToks;
+  const size_t tile_toks = (n_tok + n_tiles - 1) / n_tiles;
+  PackedSlab slab;
+  for (size_t r = r0; r < r1; r += kPackRows) {
+    const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
+    const __mmask16 row_mask = static_cast<__mmask16>((1u << n_rows) - 1);
+    const uint8_t* rows[kPackRows];
+    group_rows(a, r, r1, rows);
+    for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
+      const size_t nbs = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
+      repack_q4_0(rows, b0, nbs, slab);
+      if (b0 + nbs < nb) {
+        prefetch_slab(rows, b0 + nbs, nb - b0 - nbs < kSlabBlocks ? nb - b0 - nbs : kSlabBlocks);
+      } else if (r + kPackRows < r1) {
+        const uint8_t* next[kPackRows];
+        group_rows(a, r + kPackRows, r1, next);
+        prefetch_slab(next, 0, nb < kSlabBlocks ? nb : kSlabBlocks);
+      }
+      for (size_t t = 0; t < n_tok; t += tile_toks) {
+        const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
+        kPrefillTiles[tn - 1](slab, nbs, a.x + t * a.x_row_bytes + b0 * kActBytes, a.x_row_bytes, b0 == 0,
+                              a.y + t * a.ldy + r, a.ldy, row_mask);
+      }
+    }
+  }
+}
+
+void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                 size_t r0, size_t r1, float* y, size_t ldy) {
+  if (n_tok <= 1 || r0 >= r1) {
+    tiling::run_tiled<QuantTiles<Q4_0Weights>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    return;
+  }
+  const MatmulArgs a{
+      static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
+  matmul_q4_0_prefill(a, n_tok, r0, r1);
+}
+
+// ---- end of Q4_0 prefill ----
 
 // Float weight rows: 16 elements at a time, widened to f32.
 // Each loader gives 16 weights of a row starting at element k (load_part: the first m of them).
@@ -280,7 +440,7 @@ void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes
 // Mask of the first n (< 16) floats.
 __mmask16 first_floats(size_t n) { return static_cast<__mmask16>((1u << n) - 1); }
 
-void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {
   const __m512 sign = _mm512_set1_ps(-0.0f);
   for (size_t b = 0; b < n / kBlock; ++b) {
     const __m512 v0 = _mm512_loadu_ps(x + b * kBlock);
@@ -289,13 +449,15 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
     // Same operations as the scalar reference, so blocks are bit-identical.
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    y[b].d = d;
     const __m512 vid = _mm512_set1_ps(id);
     // cvtps rounds to nearest even under the default MXCSR, as nearbyint does.
     const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)));
     const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), q0);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), q1);
+    y[b].minus8_sum =
+        -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(q0), _mm512_cvtepi8_epi32(q1)));
   }
 }
 
@@ -507,14 +669,136 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
   }
 }
 
+void to_f16(const float* x, uint16_t* y, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  if (i < n) {
+    const __mmask16 m = first_floats(n - i);
+    _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+// ---- Batched causal attention (attend_f16) ----
+//
+// Queries sit in the 16 lanes of a register, so scores, softmax and the weighted sum of values are
+// plain vertical FMAs with one key or value element broadcast from memory, and no horizontal sums.
+// Keys and values are widened from F16 a few rows at a time into a small buffer. Scores are kept
+// transposed (st[p * 16 + i]); unnormalized weights are summed into the output, which is divided by
+// the softmax denominator at the end.
+
+constexpr size_t kAttendKeys = 8;     // keys per score step (one accumulator each)
+constexpr size_t kAttendValues = 48;  // value rows widened at a time
+
+// Widens the hd halves at src to floats at dst.
+void widen_row(const uint16_t* src, float* dst, size_t hd) {
+  size_t d = 0;
+  for (; d + 16 <= hd; d += 16)
+    _mm512_storeu_ps(dst + d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + d))));
+  if (d < hd) {
+    const __mmask16 m = first_floats(hd - d);
+    _mm512_mask_storeu_ps(dst + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + d)));
+  }
+}
+
+void attend_f16(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, const uint16_t* k, const uint16_t* v,
+                size_t kv_stride, size_t hd, float scale, float* scratch, float* out, size_t ldo) {
+  float* qt = scratch;             // [hd][16] scaled queries, transposed
+  float* ot = scratch + 16 * hd;   // [hd][16] output, transposed
+  float* buf = scratch + 32 * hd;  // [48][hd] widened key or value rows
+  float* st = scratch + 80 * hd;   // [n_max][16] scores, then weights
+  // Unused lanes see position 0 with a zero query: finite, never stored.
+  alignas(64) int32_t nv[16];
+  size_t n_max = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    nv[i] = i < n_q ? static_cast<int32_t>(n_vis[i]) : 1;
+    n_max = static_cast<size_t>(nv[i]) > n_max ? static_cast<size_t>(nv[i]) : n_max;
+  }
+  const __m512i nvis = _mm512_load_si512(nv);
+  for (size_t d = 0; d < hd; ++d)
+    for (size_t i = 0; i < 16; ++i) qt[d * 16 + i] = i < n_q ? q[i * ldq + d] * scale : 0.0f;
+
+  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+  __m512 mx = neg_inf;
+  for (size_t p0 = 0; p0 < n_max; p0 += kAttendKeys) {
+    const size_t np = n_max - p0 < kAttendKeys ? n_max - p0 : kAttendKeys;
+    __m512 acc[kAttendKeys];
+    for (size_t j = 0; j < np; ++j) widen_row(k + (p0 + j) * kv_stride, buf + j * hd, hd);
+    if (np == kAttendKeys) {
+#pragma GCC unroll 8
+      for (size_t j = 0; j < kAttendKeys; ++j) acc[j] = _mm512_setzero_ps();
+      for (size_t d = 0; d < hd; ++d) {
+        const __m512 qv = _mm512_load_ps(qt + d * 16);
+#pragma GCC unroll 8
+        for (size_t j = 0; j < kAttendKeys; ++j) acc[j] = _mm512_fmadd_ps(qv, _mm512_set1_ps(buf[j * hd + d]), acc[j]);
+      }
+    } else {
+      for (size_t j = 0; j < np; ++j) {
+        __m512 a = _mm512_setzero_ps();
+        for (size_t d = 0; d < hd; ++d)
+          a = _mm512_fmadd_ps(_mm512_load_ps(qt + d * 16), _mm512_set1_ps(buf[j * hd + d]), a);
+        acc[j] = a;
+      }
+    }
+    for (size_t j = 0; j < np; ++j) {
+      const __mmask16 visible = _mm512_cmplt_epi32_mask(_mm512_set1_epi32(static_cast<int32_t>(p0 + j)), nvis);
+      const __m512 sc = _mm512_mask_mov_ps(neg_inf, visible, acc[j]);
+      _mm512_store_ps(st + (p0 + j) * 16, sc);
+      mx = _mm512_max_ps(mx, sc);
+    }
+  }
+  __m512 sum = _mm512_setzero_ps();
+  for (size_t p = 0; p < n_max; ++p) {
+    const __mmask16 visible = _mm512_cmplt_epi32_mask(_mm512_set1_epi32(static_cast<int32_t>(p)), nvis);
+    const __m512 e = _mm512_maskz_mov_ps(visible, exp_ps(_mm512_sub_ps(_mm512_load_ps(st + p * 16), mx)));
+    _mm512_store_ps(st + p * 16, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+
+  for (size_t d = 0; d < hd; ++d) _mm512_store_ps(ot + d * 16, _mm512_setzero_ps());
+  for (size_t p0 = 0; p0 < n_max; p0 += kAttendValues) {
+    const size_t np = n_max - p0 < kAttendValues ? n_max - p0 : kAttendValues;
+    for (size_t j = 0; j < np; ++j) widen_row(v + (p0 + j) * kv_stride, buf + j * hd, hd);
+    size_t d0 = 0;
+    for (; d0 + 16 <= hd; d0 += 16) {
+      __m512 acc[16];
+#pragma GCC unroll 16
+      for (size_t dd = 0; dd < 16; ++dd) acc[dd] = _mm512_load_ps(ot + (d0 + dd) * 16);
+      for (size_t j = 0; j < np; ++j) {
+        const __m512 e = _mm512_load_ps(st + (p0 + j) * 16);
+        const float* vr = buf + j * hd + d0;
+#pragma GCC unroll 16
+        for (size_t dd = 0; dd < 16; ++dd) acc[dd] = _mm512_fmadd_ps(e, _mm512_set1_ps(vr[dd]), acc[dd]);
+      }
+#pragma GCC unroll 16
+      for (size_t dd = 0; dd < 16; ++dd) _mm512_store_ps(ot + (d0 + dd) * 16, acc[dd]);
+    }
+    for (; d0 < hd; ++d0) {  // heads whose size is not a multiple of 16
+      __m512 a = _mm512_load_ps(ot + d0 * 16);
+      for (size_t j = 0; j < np; ++j)
+        a = _mm512_fmadd_ps(_mm512_load_ps(st + (p0 + j) * 16), _mm512_set1_ps(buf[j * hd + d0]), a);
+      _mm512_store_ps(ot + d0 * 16, a);
+    }
+  }
+  const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+  alignas(64) float row[16];
+  for (size_t d = 0; d < hd; ++d) {
+    _mm512_store_ps(row, _mm512_mul_ps(_mm512_load_ps(ot + d * 16), inv));
+    for (size_t i = 0; i < n_q; ++i) out[i * ldo + d] = row[i];
+  }
+}
+
+// ---- end of batched attention ----
+
 const Kernels kAvx512 = {
     Isa::avx512,
     matmul<FloatTiles<F32Weights>>,
     matmul<FloatTiles<F16Weights>>,
     matmul<FloatTiles<BF16Weights>>,
     matmul<FloatTiles<Q8_0FloatWeights>>,
-    matmul<QuantTiles<Q4_0Weights>>,
-    quantize_q8_0,
+    matmul_q4_0,
+    quantize_q8_act,
     rmsnorm,
     softmax,
     silu_mul,
@@ -525,6 +809,8 @@ const Kernels kAvx512 = {
     axpy_f16,
     scores_f16,
     weighted_sum_f16,
+    to_f16,
+    attend_f16,
 };
 
 }  // namespace

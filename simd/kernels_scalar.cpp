@@ -39,7 +39,8 @@ float dot_q8_0_row(const BlockQ8_0* w, const float* x, size_t nb) {
   return s;
 }
 
-float dot_q4_0_row(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
+// Reads the activations' qs and d only; minus8_sum is a shortcut for SIMD kernels.
+float dot_q4_0_row(const BlockQ4_0* w, const BlockQ8Act* x, size_t nb) {
   float s = 0.0f;
   for (size_t b = 0; b < nb; ++b) {
     int32_t acc = 0;
@@ -47,7 +48,7 @@ float dot_q4_0_row(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
       acc += (static_cast<int32_t>(w[b].qs[j] & 0x0F) - 8) * x[b].qs[j];
       acc += (static_cast<int32_t>(w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
     }
-    s += static_cast<float>(acc) * (fp16_to_f32(w[b].d) * fp16_to_f32(x[b].d));
+    s += static_cast<float>(acc) * (fp16_to_f32(w[b].d) * x[b].d);
   }
   return s;
 }
@@ -65,15 +66,20 @@ void matmul_rows(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
   }
 }
 
-void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {
   for (size_t b = 0; b < n / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_fp16(d);
-    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+    y[b].d = d;
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      y[b].qs[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+      sum += y[b].qs[j];
+    }
+    y[b].minus8_sum = -8 * sum;
   }
 }
 
@@ -127,14 +133,18 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
   for (size_t p = 0; p < n_rows; ++p) axpy_f16(out, w[p], v + p * stride, dim);
 }
 
+void to_f16(const float* x, uint16_t* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
+}
+
 const Kernels kScalar = {
     Isa::scalar,
     matmul_rows<float, float, dot_f32_row, 1>,
     matmul_rows<uint16_t, float, dot_f16_row, 1>,
     matmul_rows<uint16_t, float, dot_bf16_row, 1>,
     matmul_rows<BlockQ8_0, float, dot_q8_0_row, 32>,
-    matmul_rows<BlockQ4_0, BlockQ8_0, dot_q4_0_row, 32>,
-    quantize_q8_0,
+    matmul_rows<BlockQ4_0, BlockQ8Act, dot_q4_0_row, 32>,
+    quantize_q8_act,
     rmsnorm,
     softmax,
     silu_mul,
@@ -145,6 +155,8 @@ const Kernels kScalar = {
     axpy_f16,
     scores_f16,
     weighted_sum_f16,
+    to_f16,
+    nullptr,  // attend_f16
 };
 
 }  // namespace

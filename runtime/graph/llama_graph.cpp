@@ -19,6 +19,14 @@ void load_kv_row(const uint8_t* row, KvType type, float* out, size_t n) {
   }
 }
 
+// Floats of attention scratch per thread: the token-by-token path's scores and row, or the batched
+// kernel's buffers, rounded to whole cache lines so every thread's slice stays 64-byte aligned.
+size_t attention_scratch_floats(uint32_t n_ctx, uint32_t head_dim) {
+  const size_t n =
+      std::max<size_t>(static_cast<size_t>(n_ctx) + head_dim, simd::attend_scratch_floats(n_ctx, head_dim));
+  return (n + 15) / 16 * 16;
+}
+
 }  // namespace
 
 Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, std::unique_ptr<LlamaGraph>* out) {
@@ -40,7 +48,7 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
             g->k_cur_.allocate(nb * hp.kv_dim()) && g->v_cur_.allocate(nb * hp.kv_dim()) &&
             g->att_out_.allocate(nb * hp.n_embd) && g->gate_.allocate(nb * hp.n_ff) && g->up_.allocate(nb * hp.n_ff) &&
             g->xq_.allocate(nb * wide_blocks) &&
-            g->scores_.allocate(g->n_threads_ * (static_cast<size_t>(params.n_ctx) + hp.head_dim)) &&
+            g->scores_.allocate(g->n_threads_ * attention_scratch_floats(params.n_ctx, hp.head_dim)) &&
             g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
             g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab);
   if (!ok) return Error(Code::out_of_memory, "cannot allocate the forward-pass scratch buffers");
@@ -71,11 +79,19 @@ void LlamaGraph::matmul(const WeightView& w, uint32_t n_tok, const float* x, siz
   const void* xin = x;
   size_t x_row_bytes = ldx * sizeof(float);
   if (simd::takes_q8_activations(w.type)) {
-    // Quantize the input rows once; every row of W then reads the same int8 activations.
+    // Quantize the input rows once; every row of W then reads the same int8 activations. A batch's
+    // rows are split across the pool; one row is not worth a dispatch.
     const size_t nb = n / 32;
-    for (uint32_t t = 0; t < n_tok; ++t) k_->quantize_q8_0(x + t * ldx, xq_.data() + t * nb, n);
-    xin = xq_.data();
-    x_row_bytes = nb * sizeof(BlockQ8_0);
+    simd::BlockQ8Act* xq = xq_.data();
+    if (n_tok == 1) {
+      k_->quantize_q8_act(x, xq, n);
+    } else {
+      pool.parallel_for(n_tok, std::max<size_t>(1, n_tok / (pool.size() * 4)), [&](size_t t0, size_t t1) {
+        for (size_t t = t0; t < t1; ++t) k_->quantize_q8_act(x + t * ldx, xq + t * nb, n);
+      });
+    }
+    xin = xq;
+    x_row_bytes = nb * sizeof(simd::BlockQ8Act);
   }
   const simd::MatmulFn fn = simd::matmul_for(*k_, w.type);
   const size_t rows = w.n_rows;
@@ -107,9 +123,33 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
   const uint32_t hd = hp.head_dim;
   const uint32_t group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const size_t per_thread = static_cast<size_t>(n_ctx_) + hd;
-  const size_t n_tasks = static_cast<size_t>(n) * hp.n_head;
+  const size_t per_thread = attention_scratch_floats(n_ctx_, hd);
   const bool f16 = kv.type() == KvType::f16;  // rows are read in place, F16 through the kernels
+  if (f16 && k_->attend_f16 != nullptr && batch.views == nullptr && n >= 4) {
+    // A causal batch: each task is one head and up to 16 consecutive tokens, whose visible slots are
+    // all [0, n_visible) of the arena.
+    const uint32_t n_tiles = (n + simd::kAttendQueries - 1) / simd::kAttendQueries;
+    const size_t n_tasks = static_cast<size_t>(n_tiles) * hp.n_head;
+    const size_t kv_stride = hp.kv_dim();  // halves from one arena row to the next
+    pool.run([&](size_t thread, size_t n_threads) {
+      float* scratch = scores_.data() + thread * per_thread;
+      uint32_t n_vis[simd::kAttendQueries];
+      for (size_t task = thread; task < n_tasks; task += n_threads) {
+        const uint32_t t0 = static_cast<uint32_t>(task / hp.n_head) * simd::kAttendQueries;
+        const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
+        const uint32_t n_q = std::min<uint32_t>(simd::kAttendQueries, n - t0);
+        for (uint32_t i = 0; i < n_q; ++i) n_vis[i] = batch.n_visible(t0 + i);
+        const size_t off = static_cast<size_t>(h / group) * hd * kv.entry_bytes();
+        const size_t row0 = static_cast<size_t>(t0) * hp.n_embd + static_cast<size_t>(h) * hd;
+        k_->attend_f16(q_.data() + row0, hp.n_embd, n_q, n_vis,
+                       reinterpret_cast<const uint16_t*>(kv.key(layer, 0) + off),
+                       reinterpret_cast<const uint16_t*>(kv.value(layer, 0) + off), kv_stride, hd, scale, scratch,
+                       att_out_.data() + row0, hp.n_embd);
+      }
+    });
+    return;
+  }
+  const size_t n_tasks = static_cast<size_t>(n) * hp.n_head;
   // scores_ holds one slice per thread of the pool the graph was created for.
   // Each (token, head) pair is independent: split them across threads, each with its own scores.
   pool.run([&](size_t thread, size_t n_threads) {
@@ -202,8 +242,14 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     for (uint32_t t = 0; t < n; ++t) {
       rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, batch.pos_of(t));
       rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, batch.pos_of(t));
-      kv.store(l, batch.slot_of(t), k_cur_.data() + static_cast<size_t>(t) * kv_dim,
-               v_cur_.data() + static_cast<size_t>(t) * kv_dim);
+      const float* kt = k_cur_.data() + static_cast<size_t>(t) * kv_dim;
+      const float* vt = v_cur_.data() + static_cast<size_t>(t) * kv_dim;
+      if (kv.type() == KvType::f16 && k_->to_f16 != nullptr) {  // the same rounding, vectorized
+        k_->to_f16(kt, reinterpret_cast<uint16_t*>(kv.key(l, batch.slot_of(t))), kv_dim);
+        k_->to_f16(vt, reinterpret_cast<uint16_t*>(kv.value(l, batch.slot_of(t))), kv_dim);
+      } else {
+        kv.store(l, batch.slot_of(t), kt, vt);
+      }
     }
     attention(l, batch, kv, pool);
     matmul(L.wo, n, att_out_.data(), dim, xn, dim, pool);

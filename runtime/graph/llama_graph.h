@@ -98,18 +98,18 @@ class LlamaGraph {
   bool logits_all_ = false;
   size_t n_threads_ = 1;
 
-  AlignedBuffer<float> x_;        // residual stream [n_batch][n_embd]
-  AlignedBuffer<float> xn_;       // normalised input [n_batch][max(n_embd, n_ff)]
-  AlignedBuffer<float> q_;        // [n_batch][n_embd]
-  AlignedBuffer<float> k_cur_;    // [n_batch][kv_dim]
-  AlignedBuffer<float> v_cur_;    // [n_batch][kv_dim]
-  AlignedBuffer<float> att_out_;  // [n_batch][n_embd]
-  AlignedBuffer<float> gate_;     // [n_batch][n_ff]
-  AlignedBuffer<float> up_;       // [n_batch][n_ff]
-  AlignedBuffer<float> scores_;   // per thread: [n_ctx] attention scores + [head_dim] key/value row
-  AlignedBuffer<BlockQ8_0> xq_;   // quantized activations [n_batch][max(n_embd, n_ff) / 32]
-  AlignedBuffer<float> rope_cs_;  // [n_ctx][rope_dim / 2][cos, sin]
-  AlignedBuffer<float> logits_;   // [n_batch or 1][n_vocab]
+  AlignedBuffer<float> x_;              // residual stream [n_batch][n_embd]
+  AlignedBuffer<float> xn_;             // normalised input [n_batch][max(n_embd, n_ff)]
+  AlignedBuffer<float> q_;              // [n_batch][n_embd]
+  AlignedBuffer<float> k_cur_;          // [n_batch][kv_dim]
+  AlignedBuffer<float> v_cur_;          // [n_batch][kv_dim]
+  AlignedBuffer<float> att_out_;        // [n_batch][n_embd]
+  AlignedBuffer<float> gate_;           // [n_batch][n_ff]
+  AlignedBuffer<float> up_;             // [n_batch][n_ff]
+  AlignedBuffer<float> scores_;         // per thread: [n_ctx] attention scores + [head_dim] key/value row
+  AlignedBuffer<simd::BlockQ8Act> xq_;  // quantized activations [n_batch][max(n_embd, n_ff) / 32]
+  AlignedBuffer<float> rope_cs_;        // [n_ctx][rope_dim / 2][cos, sin]
+  AlignedBuffer<float> logits_;         // [n_batch or 1][n_vocab]
 };
 
 }  // namespace lmrt

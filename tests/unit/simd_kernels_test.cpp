@@ -7,9 +7,10 @@
 // - rmsnorm, softmax, silu_mul: 1e-5 relative per element (plus 1e-37 absolute for results that
 //   underflow);
 // - axpy and axpy_f16: 2 ulp of |y| + |a x|; dot_f16 like dot_f32; add: exact;
-// - quantize_q8_0 and the F16/BF16 widening: bit-exact.
+// - quantize_q8_act and the F16/BF16 widening: bit-exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -114,7 +115,8 @@ Matrix random_matrix(TensorType type, size_t rows, size_t n, size_t pad, uint32_
   return m;
 }
 
-// Activation rows for `type`: floats, or floats quantized to Q8_0 by the reference, `row_bytes` apart.
+// Activation rows for `type`: floats, or floats quantized to BlockQ8Act by the reference, `row_bytes`
+// apart.
 struct Activations {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // n_tok x n, as the kernel sees them
@@ -134,14 +136,14 @@ Activations random_activations(TensorType type, size_t n_tok, size_t n, uint32_t
     }
     return a;
   }
-  a.row_bytes = n / 32 * sizeof(BlockQ8_0) + sizeof(BlockQ8_0);
+  a.row_bytes = n / 32 * sizeof(BlockQ8Act) + sizeof(BlockQ8Act);
   a.bytes.assign(n_tok * a.row_bytes, 0xA5);
   for (size_t t = 0; t < n_tok; ++t) {
     const std::vector<float> x = random_floats(n, seed + static_cast<uint32_t>(t), 2.0f);
-    std::vector<BlockQ8_0> q(n / 32);
-    ref().quantize_q8_0(x.data(), q.data(), n);
-    std::memcpy(a.bytes.data() + t * a.row_bytes, q.data(), q.size() * sizeof(BlockQ8_0));
-    for (size_t i = 0; i < n; ++i) a.values[t * n + i] = q[i / 32].qs[i % 32] * fp16_to_f32(q[i / 32].d);
+    std::vector<BlockQ8Act> q(n / 32);
+    ref().quantize_q8_act(x.data(), q.data(), n);
+    std::memcpy(a.bytes.data() + t * a.row_bytes, q.data(), q.size() * sizeof(BlockQ8Act));
+    for (size_t i = 0; i < n; ++i) a.values[t * n + i] = q[i / 32].qs[i % 32] * q[i / 32].d;
   }
   return a;
 }
@@ -221,6 +223,22 @@ TEST_P(SimdKernels, FloatMatmulsMatchReference) {
   }
 }
 
+// The Q4_0 batch path: tokens in tiles of up to 12 (and uneven splits), rows in groups of 16 with a
+// partial last group and unaligned starts, K in slabs of 32 blocks with a partial last slab.
+TEST_P(SimdKernels, Q4_0BatchShapesMatchReference) {
+  uint32_t seed = 500;
+  for (size_t n_tok : {2u, 6u, 11u, 12u, 13u, 24u, 25u, 40u}) {
+    check_matmul(k(), TensorType::q4_0, {32 * 45, n_tok, 5, 40}, seed++);
+    if (HasFatalFailure()) return;
+  }
+  for (size_t r1 : {16u, 17u, 31u, 48u}) {
+    check_matmul(k(), TensorType::q4_0, {32 * 33, 9, 0, r1}, seed++);
+    check_matmul(k(), TensorType::q4_0, {32 * 64, 3, 1, r1}, seed++);
+    if (HasFatalFailure()) return;
+  }
+  check_matmul(k(), TensorType::q4_0, {32, 14, 7, 8}, seed++);  // one block, one row
+}
+
 // Many rows, so the prefill path cuts the rows into several cache-sized chunks.
 TEST_P(SimdKernels, MatmulsAcrossRowChunks) {
   check_matmul(k(), TensorType::q4_0, {2048, 9, 1, 250}, 7);
@@ -265,7 +283,7 @@ TEST_P(SimdKernels, F16AndBf16WidenExactlyAsFp16Header) {
   check_widening(k(), TensorType::bf16);
 }
 
-TEST_P(SimdKernels, QuantizeQ8_0IsBitIdentical) {
+TEST_P(SimdKernels, QuantizeQ8ActIsBitIdentical) {
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> exponent(-8.0f, 8.0f);
   for (size_t n : {32u, 64u, 96u, 2048u, 5632u}) {
@@ -280,11 +298,15 @@ TEST_P(SimdKernels, QuantizeQ8_0IsBitIdentical) {
       for (size_t j = 0; j < 32; ++j) x[32 + j] = static_cast<float>(j) - 15.5f;
       x[63] = 127.0f;
     }
-    std::vector<BlockQ8_0> want(n / 32), got(n / 32);
-    ref().quantize_q8_0(x.data(), want.data(), n);
-    k().quantize_q8_0(x.data(), got.data(), n);
+    std::vector<BlockQ8Act> want(n / 32), got(n / 32);
+    ref().quantize_q8_act(x.data(), want.data(), n);
+    k().quantize_q8_act(x.data(), got.data(), n);
     for (size_t b = 0; b < n / 32; ++b) {
-      ASSERT_EQ(got[b].d, want[b].d) << "n=" << n << " block " << b;
+      int32_t sum = 0;
+      for (int8_t q : want[b].qs) sum += q;
+      ASSERT_EQ(want[b].minus8_sum, -8 * sum) << "n=" << n << " block " << b;
+      ASSERT_EQ(std::memcmp(&got[b].d, &want[b].d, sizeof(float)), 0) << "n=" << n << " block " << b;
+      ASSERT_EQ(got[b].minus8_sum, want[b].minus8_sum) << "n=" << n << " block " << b;
       ASSERT_EQ(std::memcmp(got[b].qs, want[b].qs, 32), 0) << "n=" << n << " block " << b;
     }
   }
@@ -374,6 +396,16 @@ TEST_P(SimdKernels, DotMatchesReference) {
   }
 }
 
+// 64-byte aligned floats (kernel scratch).
+struct AlignedFloats {
+  explicit AlignedFloats(size_t n) : v(n + 16) {}
+  float* data() {
+    const auto at = reinterpret_cast<uintptr_t>(v.data());
+    return v.data() + ((64 - at % 64) % 64) / sizeof(float);
+  }
+  std::vector<float> v;
+};
+
 std::vector<uint16_t> random_halves(size_t n, uint32_t seed) {
   std::vector<uint16_t> h(n);
   const std::vector<float> f = random_floats(n, seed);
@@ -431,6 +463,73 @@ TEST_P(SimdKernels, AttentionScoresAndWeightedSumMatchReference) {
         double mag = 0.0;
         for (size_t p = 0; p < n_keys; ++p) mag += std::fabs(w[p] * fp16_to_f32(rows[8 + p * stride + i]));
         ASSERT_NEAR(got_v[i], want_v[i], kMatmulTol * mag + 1e-30) << "dim=" << dim << " keys=" << n_keys << " i=" << i;
+      }
+    }
+  }
+}
+
+// Every finite float (sampled: random bit patterns, plus the subnormal and overflow edges and exact
+// ties) converts exactly as fp16.h does.
+TEST_P(SimdKernels, ToF16MatchesFp16Header) {
+  if (k().to_f16 == nullptr) GTEST_SKIP() << "no to_f16 in this table";
+  std::mt19937 rng(9);
+  std::vector<float> x;
+  for (int i = 0; i < 20000; ++i) {
+    const uint32_t bits = (rng() & 0x8FFFFFFFu) | ((rng() % 40 + 100) << 23);  // exponents around fp16's range
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  for (float f : {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -1e9f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1.0f + 1.0f / 2048,
+                  1.0f + 3.0f / 2048, 6.1e-5f, 1e-40f})
+    x.push_back(f);
+  for (size_t n : {x.size(), size_t{7}, size_t{17}}) {
+    std::vector<uint16_t> got(n + 1, 0xBEEF);
+    k().to_f16(x.data(), got.data(), n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], f32_to_fp16(x[i])) << "x=" << x[i] << " i=" << i;
+    ASSERT_EQ(got[n], 0xBEEF) << "wrote past n";
+  }
+}
+
+// Batched attention against a double-precision softmax over the same F16 rows.
+TEST_P(SimdKernels, AttendF16MatchesReference) {
+  if (k().attend_f16 == nullptr) GTEST_SKIP() << "no attend_f16 in this table";
+  uint32_t seed = 900;
+  for (size_t hd : {8u, 64u, 72u}) {
+    for (size_t n_q : {1u, 5u, 16u}) {
+      const size_t n_pos = 70, stride = hd + 24, ldq = hd + 3, ldo = hd + 5;
+      const std::vector<uint16_t> kr = random_halves(n_pos * stride, seed++);
+      const std::vector<uint16_t> vr = random_halves(n_pos * stride, seed++);
+      const std::vector<float> q = random_floats(n_q * ldq, seed++, 3.0f);
+      std::vector<uint32_t> n_vis(n_q);
+      for (size_t i = 0; i < n_q; ++i) n_vis[i] = static_cast<uint32_t>(i == 0 ? 1 : n_pos - 3 * i);  // one, many
+      AlignedFloats scratch(attend_scratch_floats(n_pos, hd));
+      std::vector<float> out(n_q * ldo, -7.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      k().attend_f16(q.data(), ldq, n_q, n_vis.data(), kr.data(), vr.data(), stride, hd, scale, scratch.data(),
+                     out.data(), ldo);
+      for (size_t i = 0; i < n_q; ++i) {
+        std::vector<double> w(n_vis[i]);
+        double mx = -1e300, sum = 0.0;
+        for (size_t p = 0; p < n_vis[i]; ++p) {
+          double d = 0.0;
+          for (size_t j = 0; j < hd; ++j) d += static_cast<double>(q[i * ldq + j]) * fp16_to_f32(kr[p * stride + j]);
+          w[p] = d * scale;
+          mx = std::max(mx, w[p]);
+        }
+        for (double& x : w) sum += (x = std::exp(x - mx));
+        for (size_t j = 0; j < ldo; ++j) {
+          if (j >= hd) {
+            ASSERT_EQ(out[i * ldo + j], -7.0f) << "wrote past the head";
+            continue;
+          }
+          double want = 0.0, vmax = 0.0;
+          for (size_t p = 0; p < n_vis[i]; ++p) {
+            want += w[p] / sum * fp16_to_f32(vr[p * stride + j]);
+            vmax = std::max(vmax, std::fabs(static_cast<double>(fp16_to_f32(vr[p * stride + j]))));
+          }
+          ASSERT_NEAR(out[i * ldo + j], want, 3e-5 * vmax) << "hd=" << hd << " n_q=" << n_q << " i=" << i << " d=" << j;
+        }
       }
     }
   }
