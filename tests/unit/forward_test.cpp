@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(ThreadsAndKv, Stories260KGreedy,
                          ::testing::Values(ForwardCase{1, KvType::f32}, ForwardCase{2, KvType::f32},
                                            ForwardCase{3, KvType::f16}));
 
-TEST(Stories260K, BatchedPrefillMatchesTokenByToken) {
+void check_batched_prefill(KvType kv) {
   auto model = load_model("stories260K.gguf");
   ASSERT_TRUE(model);
   std::vector<int32_t> seq = reference_ids("stories260K.bin.greedy256.txt");
@@ -114,7 +114,7 @@ TEST(Stories260K, BatchedPrefillMatchesTokenByToken) {
   p.n_ctx = 256;
   p.n_batch = 32;  // several batches
   p.n_threads = 2;
-  p.kv_type = KvType::f32;
+  p.kv_type = kv;
   p.logits_all = true;
   std::unique_ptr<Context> batched, single;
   ASSERT_TRUE(Context::create(*model, p, &batched).ok());
@@ -129,6 +129,15 @@ TEST(Stories260K, BatchedPrefillMatchesTokenByToken) {
     const float* b = single->logits(0);
     ASSERT_NE(a, nullptr);
     for (uint32_t v = 0; v < n_vocab; ++v) ASSERT_NEAR(a[v], b[v], 1e-4f) << "position " << i << " token " << v;
+  }
+}
+
+// Both KV types: an F16 arena takes the batched attention kernel where the ISA has one.
+TEST(Stories260K, BatchedPrefillMatchesTokenByToken) {
+  for (KvType kv : {KvType::f32, KvType::f16}) {
+    SCOPED_TRACE(kv == KvType::f32 ? "f32 KV" : "f16 KV");
+    check_batched_prefill(kv);
+    if (HasFatalFailure()) return;
   }
 }
 

@@ -97,6 +97,52 @@ TEST(SyntheticModel, RoundTripsThroughGgufFileAndLlamaModel) {
   std::remove(path.c_str());
 }
 
+// A Q4_0 model: a batch goes through the repacked int8 GEMM and the batched attention kernel, one
+// token at a time through the decode kernels; the logits must agree.
+TEST(SyntheticModel, Q4_0BatchedPrefillMatchesTokenByToken) {
+  const std::string path = temp_path("prefill.gguf");
+  SyntheticShape shape = small_shape();
+  shape.dim = 256;
+  shape.ffn = 704;  // 22 blocks: not a multiple of the GEMM's 16-row groups or its K slab
+  shape.ctx = 128;
+  ASSERT_TRUE(write_synthetic_model(path, shape, options(3)).ok());
+  std::unique_ptr<GgufFile> g;
+  ASSERT_TRUE(GgufFile::open(path, true, &g).ok());
+  std::unique_ptr<LlamaModel> m;
+  ASSERT_TRUE(LlamaModel::load(std::move(g), &m).ok());
+  std::vector<int32_t> toks(45);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = i == 0 ? 1 : static_cast<int32_t>(3 + (i * 97) % 290);
+  for (KvType kv : {KvType::f32, KvType::f16}) {
+    ContextParams cp;
+    cp.n_ctx = 128;
+    cp.n_batch = 64;
+    cp.n_threads = 2;
+    cp.kv_type = kv;
+    cp.logits_all = true;
+    std::unique_ptr<Context> batched, single;
+    ASSERT_TRUE(Context::create(*m, cp, &batched).ok());
+    cp.logits_all = false;
+    ASSERT_TRUE(Context::create(*m, cp, &single).ok());
+    ASSERT_TRUE(batched->eval(toks.data(), toks.size()).ok());
+    for (size_t i = 0; i < toks.size(); ++i) {
+      ASSERT_TRUE(single->eval(&toks[i], 1).ok());
+      const float* a = batched->logits(i);
+      const float* b = single->logits(0);
+      ASSERT_NE(a, nullptr);
+      float scale = 0.0f;
+      for (uint32_t v = 0; v < 300; ++v) scale = std::max(scale, std::fabs(b[v]));
+      // The paths sum in different orders; re-quantizing activations to int8 at every matmul turns a
+      // last-bit difference into a whole quantum now and then (1/127 of a block's largest value), so
+      // logits agree to about 1e-3 of their range, not to float precision. A wrong row, token or
+      // position moves them by the whole range.
+      for (uint32_t v = 0; v < 300; ++v)
+        ASSERT_NEAR(a[v], b[v], 1e-2f * scale)
+            << "position " << i << " token " << v << (kv == KvType::f16 ? " f16" : " f32");
+    }
+  }
+  std::remove(path.c_str());
+}
+
 TEST(SyntheticModel, SameSeedGivesSameBytesAndAnotherSeedDiffers) {
   const std::string a = temp_path("s1.gguf"), b = temp_path("s2.gguf"), c = temp_path("s3.gguf");
   ASSERT_TRUE(write_synthetic_model(a, small_shape(), options(7)).ok());
