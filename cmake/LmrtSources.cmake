@@ -25,7 +25,9 @@ function(lmrt_set_isa_flags)
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni")
     elseif(src MATCHES "_neon\\.cpp$")
-      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+fp16")
+      # Baseline ARMv8-A so the table runs on every AArch64 CPU; the SDOT kernels carry their own
+      # target attribute and are chosen at run time from the CPU's hwcaps.
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8-a")
     endif()
   endforeach()
 endfunction()

@@ -10,6 +10,8 @@ packages=(
   abigail-tools                          # scripts/check-abi.sh
   golang-go python3                      # examples/go, tests/server
 )
+# The AArch64 cross test (scripts/cross-test-aarch64.sh) installs its own packages: it must first add
+# the arm64 architecture to dpkg, which this script leaves alone.
 # node/npm (tests/server's OpenAI client check) and cargo (examples/rust) come with the machine
 # image; install node from Debian when it is missing.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

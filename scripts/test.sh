@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds Release and ASan+UBSan and runs every test in both; after Release, the install-tree examples
-# (C, C++, Rust, Go) and the HTTP server integration test; last, a TSan build runs the threaded tests.
+# Builds Release and ASan+UBSan and runs every test in both; after Release, an AArch64 cross build whose
+# kernel and forward tests run under qemu (on x86-64 hosts), the install-tree examples (C, C++, Rust,
+# Go) and the HTTP server integration test; last, a TSan build runs the threaded tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -17,6 +18,11 @@ run_suite() {  # name, build dir, extra cmake args...
 }
 
 run_suite Release "$root/build" -DCMAKE_BUILD_TYPE=Release
+
+if [ "$(uname -m)" = x86_64 ]; then
+  echo "== AArch64 cross build, NEON (with and without dotprod) and scalar tests under qemu"
+  "$root/scripts/cross-test-aarch64.sh"
+fi
 
 echo "== install + C/C++/Rust/Go examples against the installed tree"
 "$root/scripts/test-examples.sh" "$root/build"

@@ -41,6 +41,10 @@ bool cpu_has_avx512() {
   const bool vnni = (c >> 11) & 1;
   return f && dq && bw && vl && vnni;
 }
+#elif defined(LMRT_ARCH_ARM)
+// Advanced SIMD (ASIMD) is all the NEON table needs; whether the CPU also has the dot-product
+// extension (HWCAP_ASIMDDP) picks the table's Q4_0 kernel inside neon_kernels().
+bool cpu_has_neon() { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0; }
 #endif
 
 }  // namespace
@@ -70,7 +74,7 @@ bool isa_available(Isa isa) {
       return avx512_kernels() != nullptr && cpu_has_avx512();
 #elif defined(LMRT_ARCH_ARM)
     case Isa::neon:
-      return neon_kernels() != nullptr && (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+      return neon_kernels() != nullptr && cpu_has_neon();
 #endif
     default:
       return false;

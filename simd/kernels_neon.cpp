@@ -1,0 +1,491 @@
+// NEON kernel table for AArch64. The file is compiled for plain ARMv8-A, whose Advanced SIMD every
+// AArch64 CPU has; only the Q4_0 tile of the dot-product table is compiled for ARMv8.2-A + dotprod
+// (a target attribute), and neon_kernels() hands out that table only when the CPU reports ASIMDDP.
+//
+// Q4_0 x Q8_0: a block's 16 weight bytes become two signed int8 vectors (low nibbles = elements 0..15,
+// high nibbles = 16..31, each minus 8), which is the order of the activation block's two 16-byte halves.
+// With dotprod, two SDOTs give four int32 lanes; without it, SMULL/SMLAL pairs sum products in int16
+// (four products of |w| <= 8 and |x| <= 128 stay below 2^15) and a pairwise add widens to int32. Integer
+// sums are exact either way; only the float accumulation order differs from the scalar reference.
+//
+// Float matmuls (F32, F16, BF16, and Q8_0 weights against float activations, see kernels_scalar.cpp)
+// walk 8 elements a step. F16 widens with FCVTL, which is base ARMv8-A and exact for every finite half.
+//
+// Everything except the getter has internal linkage, so no inline code built for ARMv8.2-A can be
+// picked by the linker for another translation unit.
+#include <arm_neon.h>
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/util/fp16.h"
+#include "simd/kernels.h"
+#include "simd/matmul_tiling.h"
+
+// For the functions that use SDOT; callers must check HWCAP_ASIMDDP first.
+#define LMRT_TARGET_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+
+namespace lmrt::simd {
+namespace {
+
+using tiling::MatmulArgs;
+
+constexpr size_t kBlock = 32;
+constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);  // 18
+constexpr size_t kLine = 64;
+constexpr size_t kStep = 8;  // floats per step of the float matmuls
+
+template <size_t kBytes>
+void prefetch_span(const uint8_t* p) {
+  for (size_t o = 0; o <= kBytes; o += kLine) __builtin_prefetch(p + o);
+}
+
+// The fp16 value at p (any alignment), widened, in all 4 lanes.
+float32x4_t broadcast_fp16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)));
+}
+
+// ---- Q8_0 activation blocks: the only code that knows their layout. ----
+constexpr size_t kActBytes = sizeof(BlockQ8_0);
+
+// One activation block for one token: elements 0..15 and 16..31, and its scale in all lanes.
+struct ActBlock {
+  int8x16_t lo, hi;
+  float32x4_t d;
+};
+
+ActBlock load_act(const uint8_t* p) {
+  const auto* q = reinterpret_cast<const int8_t*>(p + offsetof(BlockQ8_0, qs));
+  return {vld1q_s8(q), vld1q_s8(q + 16), broadcast_fp16(p + offsetof(BlockQ8_0, d))};
+}
+
+// ---- Q4_0 weights. ----
+// A block as signed values in [-8, 7]: elements 0..15 (low nibbles) and 16..31 (high nibbles).
+struct Q4Block {
+  int8x16_t lo, hi;
+  float32x4_t d;
+};
+
+Q4Block load_q4(const uint8_t* p) {
+  const uint8x16_t q = vld1q_u8(p + offsetof(BlockQ4_0, qs));
+  const int8x16_t eight = vdupq_n_s8(8);
+  return {vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight),
+          vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight), broadcast_fp16(p + offsetof(BlockQ4_0, d))};
+}
+
+// Four int32 lanes summing to a block's integer dot product, with and without the dotprod extension.
+struct SdotBlockDot {
+  LMRT_TARGET_DOTPROD static int32x4_t dot(const Q4Block& w, const ActBlock& x) {
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w.lo, x.lo), w.hi, x.hi);
+  }
+};
+
+struct WideningBlockDot {
+  static int32x4_t dot(const Q4Block& w, const ActBlock& x) {
+    int16x8_t p = vmull_s8(vget_low_s8(w.lo), vget_low_s8(x.lo));
+    p = vmlal_high_s8(p, w.lo, x.lo);
+    p = vmlal_s8(p, vget_low_s8(w.hi), vget_low_s8(x.hi));
+    p = vmlal_high_s8(p, w.hi, x.hi);
+    return vpaddlq_s16(p);
+  }
+};
+
+// The Q4_0 tile, written once; each table's tile() inlines it under its own target.
+template <class Dot, int R, int T, bool kPrefetch>
+[[gnu::always_inline]] inline void q4_0_tile(const MatmulArgs& a, size_t r, size_t t) {
+  const size_t nb = a.n / kBlock;
+  const uint8_t* w[R];
+  const uint8_t* x[T];
+  float32x4_t acc[R][T];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+    w[i] = a.w + (r + i) * a.w_row_bytes;
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) acc[i][j] = vdupq_n_f32(0.0f);
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
+  // The next tile's rows, in address order, at the pace this tile reads its own (2 blocks a step).
+  const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+  constexpr size_t kPfStep = R * 2 * kQ4Bytes;
+  for (size_t b = 0; b < nb; ++b) {
+    if constexpr (kPrefetch) {
+      if ((b & 1) == 0) {
+        prefetch_span<kPfStep>(pf);
+        pf += kPfStep;
+      }
+    }
+    Q4Block wb[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) wb[i] = load_q4(w[i] + b * kQ4Bytes);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      const ActBlock xb = load_act(x[j] + b * kActBytes);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i)
+        acc[i][j] = vfmaq_f32(acc[i][j], vcvtq_f32_s32(Dot::dot(wb[i], xb)), vmulq_f32(wb[i].d, xb.d));
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = vaddvq_f32(acc[i][j]);
+}
+
+struct Q4_0TileShape {
+  static constexpr size_t kDecodeRows = 4;
+  static constexpr size_t kRows = 2;
+  static constexpr size_t kToks = 4;
+};
+
+struct Q4_0SdotTiles : Q4_0TileShape {
+  template <int R, int T, bool kPrefetch>
+  LMRT_TARGET_DOTPROD static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    q4_0_tile<SdotBlockDot, R, T, kPrefetch>(a, r, t);
+  }
+};
+
+struct Q4_0WideningTiles : Q4_0TileShape {
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    q4_0_tile<WideningBlockDot, R, T, kPrefetch>(a, r, t);
+  }
+};
+
+// ---- Float matmuls. ----
+// 8 floats.
+struct F8 {
+  float32x4_t lo, hi;
+};
+
+F8 load_f8(const float* p) { return {vld1q_f32(p), vld1q_f32(p + 4)}; }
+
+// The first n (< 8) floats at p, zero-padded.
+F8 load_f8_part(const float* p, size_t n) {
+  float buf[kStep] = {};
+  std::memcpy(buf, p, n * sizeof(float));
+  return load_f8(buf);
+}
+
+// The first n (< 8) 16-bit values at p, zero-padded.
+uint16x8_t load_u16_part(const uint8_t* p, size_t n) {
+  uint16_t buf[kStep] = {};
+  std::memcpy(buf, p, n * sizeof(uint16_t));
+  return vld1q_u16(buf);
+}
+
+// Each loader gives 8 weights of a row starting at element k (load_part: the first n of them).
+struct F32Weights {
+  static constexpr size_t kStepBytes = kStep * 4;
+  static F8 load(const uint8_t* row, size_t k) { return load_f8(reinterpret_cast<const float*>(row) + k); }
+  static F8 load_part(const uint8_t* row, size_t k, size_t n) {
+    return load_f8_part(reinterpret_cast<const float*>(row) + k, n);
+  }
+};
+
+struct F16Weights {
+  static constexpr size_t kStepBytes = kStep * 2;
+  static F8 widen(uint16x8_t v) {
+    const float16x8_t h = vreinterpretq_f16_u16(v);
+    return {vcvt_f32_f16(vget_low_f16(h)), vcvt_high_f32_f16(h)};
+  }
+  static F8 load(const uint8_t* row, size_t k) { return widen(vld1q_u16(reinterpret_cast<const uint16_t*>(row) + k)); }
+  static F8 load_part(const uint8_t* row, size_t k, size_t n) { return widen(load_u16_part(row + 2 * k, n)); }
+};
+
+struct BF16Weights {
+  static constexpr size_t kStepBytes = kStep * 2;
+  static F8 widen(uint16x8_t v) {
+    return {vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16)), vreinterpretq_f32_u32(vshll_high_n_u16(v, 16))};
+  }
+  static F8 load(const uint8_t* row, size_t k) { return widen(vld1q_u16(reinterpret_cast<const uint16_t*>(row) + k)); }
+  static F8 load_part(const uint8_t* row, size_t k, size_t n) { return widen(load_u16_part(row + 2 * k, n)); }
+};
+
+// Q8_0 weights against float activations: a quarter block, scaled.
+struct Q8_0FloatWeights {
+  static constexpr size_t kStepBytes = 9;  // about a quarter of a 34-byte block
+  static F8 load(const uint8_t* row, size_t k) {
+    const uint8_t* blk = row + (k / kBlock) * sizeof(BlockQ8_0);
+    const int16x8_t q = vmovl_s8(vld1_s8(reinterpret_cast<const int8_t*>(blk + offsetof(BlockQ8_0, qs)) + k % kBlock));
+    const float32x4_t d = broadcast_fp16(blk + offsetof(BlockQ8_0, d));
+    return {vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d), vmulq_f32(vcvtq_f32_s32(vmovl_high_s16(q)), d)};
+  }
+  // Rows of Q8_0 are whole blocks, so a tail shorter than 8 never happens; zeroed for completeness.
+  static F8 load_part(const uint8_t* row, size_t k, size_t n) {
+    const F8 v = load(row, k);
+    float buf[kStep];
+    vst1q_f32(buf, v.lo);
+    vst1q_f32(buf + 4, v.hi);
+    return load_f8_part(buf, n);
+  }
+};
+
+template <class W>
+struct FloatTiles {
+  static constexpr size_t kDecodeRows = 4;
+  static constexpr size_t kRows = 4;
+  static constexpr size_t kToks = 2;
+
+  template <int R, int T>
+  static void accumulate(float32x4_t (&acc)[R][T], const F8 (&wv)[R], const F8 (&xv)[T]) {
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        acc[i][j] = vfmaq_f32(acc[i][j], wv[i].lo, xv[j].lo);
+        acc[i][j] = vfmaq_f32(acc[i][j], wv[i].hi, xv[j].hi);
+      }
+  }
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    const uint8_t* w[R];
+    const float* x[T];
+    float32x4_t acc[R][T];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      w[i] = a.w + (r + i) * a.w_row_bytes;
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[i][j] = vdupq_n_f32(0.0f);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
+    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+    constexpr size_t kPfStep = R * W::kStepBytes;
+    size_t k = 0;
+    for (; k + kStep <= a.n; k += kStep) {
+      if constexpr (kPrefetch) {
+        prefetch_span<kPfStep>(pf);
+        pf += kPfStep;
+      }
+      F8 wv[R], xv[T];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = W::load(w[i], k);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) xv[j] = load_f8(x[j] + k);
+      accumulate<R, T>(acc, wv, xv);
+    }
+    if (k < a.n) {
+      F8 wv[R], xv[T];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = W::load_part(w[i], k, a.n - k);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) xv[j] = load_f8_part(x[j] + k, a.n - k);
+      accumulate<R, T>(acc, wv, xv);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = vaddvq_f32(acc[i][j]);
+  }
+};
+
+template <class K>
+void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
+            size_t r1, float* y, size_t ldy) {
+  tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
+// ---- Element-wise kernels, 4 lanes a step; the last partial step through zero-padded buffers. ----
+float32x4_t load_part(const float* p, size_t n, float fill) {
+  float buf[4] = {fill, fill, fill, fill};
+  std::memcpy(buf, p, n * sizeof(float));
+  return vld1q_f32(buf);
+}
+
+void store_part(float* p, float32x4_t v, size_t n) {
+  float buf[4];
+  vst1q_f32(buf, v);
+  std::memcpy(p, buf, n * sizeof(float));
+}
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+  for (size_t b = 0; b < n / kBlock; ++b) {
+    const float* xb = x + b * kBlock;
+    float32x4_t v[8];
+    float32x4_t m = vdupq_n_f32(0.0f);
+    for (int k = 0; k < 8; ++k) {
+      v[k] = vld1q_f32(xb + 4 * k);
+      m = vmaxnmq_f32(m, vabsq_f32(v[k]));  // maxnm ignores NaN like std::fmax
+    }
+    // Same operations as the scalar reference, so blocks are bit-identical.
+    const float amax = vmaxnmvq_f32(m);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_fp16(d);
+    const float32x4_t vid = vdupq_n_f32(id);
+    int16x8_t h[4];
+    // FCVTNS rounds to nearest with ties to even, as nearbyint does in the default rounding mode.
+    for (int k = 0; k < 4; ++k)
+      h[k] = vcombine_s16(vqmovn_s32(vcvtnq_s32_f32(vmulq_f32(v[2 * k], vid))),
+                          vqmovn_s32(vcvtnq_s32_f32(vmulq_f32(v[2 * k + 1], vid))));
+    vst1q_s8(y[b].qs, vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
+    vst1q_s8(y[b].qs + 16, vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
+  }
+}
+
+// e^x for float lanes, about 1 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
+// polynomial, times 2^n built in the exponent field. Results below the smallest normal float flush
+// to 0 and those above the largest float become +inf.
+float32x4_t exp_ps(float32x4_t x) {
+  const float32x4_t lo = vdupq_n_f32(-87.3365447504f), hi = vdupq_n_f32(88.3762626647949f);
+  const uint32x4_t under = vcltq_f32(x, lo), over = vcgtq_f32(x, hi);
+  x = vminq_f32(vmaxq_f32(x, lo), hi);
+  const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.0f / 720.0f);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  // n is in [-126, 127] after the clamp, so 2^n is a normal float.
+  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+  const float32x4_t res = vmulq_f32(p, vreinterpretq_f32_s32(e));
+  const float32x4_t flushed = vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(res), under));
+  return vbslq_f32(over, vdupq_n_f32(__builtin_inff()), flushed);
+}
+
+void rmsnorm(float* out, const float* x, const float* w, size_t n, float eps) {
+  float32x4_t ss = vdupq_n_f32(0.0f);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t v = vld1q_f32(x + i);
+    ss = vfmaq_f32(ss, v, v);
+  }
+  if (i < n) {
+    const float32x4_t v = load_part(x + i, n - i, 0.0f);
+    ss = vfmaq_f32(ss, v, v);
+  }
+  const float scale = 1.0f / std::sqrt(vaddvq_f32(ss) / static_cast<float>(n) + eps);
+  const float32x4_t vs = vdupq_n_f32(scale);
+  for (i = 0; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_f32(vld1q_f32(x + i), vs), vld1q_f32(w + i)));
+  if (i < n)
+    store_part(out + i, vmulq_f32(vmulq_f32(load_part(x + i, n - i, 0.0f), vs), load_part(w + i, n - i, 0.0f)), n - i);
+}
+
+void softmax(float* x, size_t n) {
+  if (n == 0) return;
+  constexpr float kMinusInf = -__builtin_inff();
+  float32x4_t mx = vdupq_n_f32(x[0]);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) mx = vmaxq_f32(mx, vld1q_f32(x + i));
+  if (i < n) mx = vmaxq_f32(mx, load_part(x + i, n - i, kMinusInf));
+  const float32x4_t vmax = vdupq_n_f32(vmaxvq_f32(mx));
+  float32x4_t sum = vdupq_n_f32(0.0f);
+  for (i = 0; i + 4 <= n; i += 4) {
+    const float32x4_t e = exp_ps(vsubq_f32(vld1q_f32(x + i), vmax));
+    vst1q_f32(x + i, e);
+    sum = vaddq_f32(sum, e);
+  }
+  if (i < n) {
+    // Padding lanes hold -inf, whose exponential is 0.
+    const float32x4_t e = exp_ps(vsubq_f32(load_part(x + i, n - i, kMinusInf), vmax));
+    store_part(x + i, e, n - i);
+    sum = vaddq_f32(sum, e);
+  }
+  const float32x4_t inv = vdupq_n_f32(1.0f / vaddvq_f32(sum));
+  for (i = 0; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_f32(vld1q_f32(x + i), inv));
+  for (; i < n; ++i) x[i] *= vgetq_lane_f32(inv, 0);
+}
+
+float32x4_t silu_mul_ps(float32x4_t g, float32x4_t u) {
+  const float32x4_t e = exp_ps(vnegq_f32(g));
+  return vmulq_f32(vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e)), u);
+}
+
+void silu_mul(float* gate, const float* up, size_t n) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(gate + i, silu_mul_ps(vld1q_f32(gate + i), vld1q_f32(up + i)));
+  if (i < n) store_part(gate + i, silu_mul_ps(load_part(gate + i, n - i, 0.0f), load_part(up + i, n - i, 0.0f)), n - i);
+}
+
+void add(float* y, const float* x, size_t n) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vld1q_f32(x + i)));
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+float dot_f32(const float* a, const float* b, size_t n) {
+  float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+    s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+  }
+  for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+  if (i < n) s1 = vfmaq_f32(s1, load_part(a + i, n - i, 0.0f), load_part(b + i, n - i, 0.0f));
+  return vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+}
+
+void axpy(float* y, float a, const float* x, size_t n) {
+  const float32x4_t va = vdupq_n_f32(a);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), va, vld1q_f32(x + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+float dot_f16(const float* a, const uint16_t* b, size_t n) {
+  float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const F8 h = F16Weights::widen(vld1q_u16(b + i));
+    s0 = vfmaq_f32(s0, vld1q_f32(a + i), h.lo);
+    s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), h.hi);
+  }
+  float s = vaddvq_f32(vaddq_f32(s0, s1));
+  for (; i < n; ++i) s += a[i] * fp16_to_f32(b[i]);
+  return s;
+}
+
+void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
+  const float32x4_t va = vdupq_n_f32(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const F8 h = F16Weights::widen(vld1q_u16(x + i));
+    vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), va, h.lo));
+    vst1q_f32(y + i + 4, vfmaq_f32(vld1q_f32(y + i + 4), va, h.hi));
+  }
+  for (; i < n; ++i) y[i] += a * fp16_to_f32(x[i]);
+}
+
+// The two tables differ only in the Q4_0 matmul.
+constexpr Kernels make_table(MatmulFn q4_0) {
+  return {
+      Isa::neon,
+      matmul<FloatTiles<F32Weights>>,
+      matmul<FloatTiles<F16Weights>>,
+      matmul<FloatTiles<BF16Weights>>,
+      matmul<FloatTiles<Q8_0FloatWeights>>,
+      q4_0,
+      quantize_q8_0,
+      rmsnorm,
+      softmax,
+      silu_mul,
+      add,
+      dot_f32,
+      axpy,
+      dot_f16,
+      axpy_f16,
+  };
+}
+
+const Kernels kNeon = make_table(matmul<Q4_0WideningTiles>);
+const Kernels kNeonDotprod = make_table(matmul<Q4_0SdotTiles>);
+
+}  // namespace
+
+const Kernels* neon_kernels() { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 ? &kNeonDotprod : &kNeon; }
+
+}  // namespace lmrt::simd
