@@ -51,8 +51,8 @@ float32x4_t broadcast_fp16(const uint8_t* p) {
   return vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)));
 }
 
-// ---- Q8_0 activation blocks: the only code that knows their layout. ----
-constexpr size_t kActBytes = sizeof(BlockQ8_0);
+// ---- Activation blocks (BlockQ8Act): the only code that knows their layout. ----
+constexpr size_t kActBytes = sizeof(BlockQ8Act);
 
 // One activation block for one token: elements 0..15 and 16..31, and its scale in all lanes.
 struct ActBlock {
@@ -61,8 +61,11 @@ struct ActBlock {
 };
 
 ActBlock load_act(const uint8_t* p) {
-  const auto* q = reinterpret_cast<const int8_t*>(p + offsetof(BlockQ8_0, qs));
-  return {vld1q_s8(q), vld1q_s8(q + 16), broadcast_fp16(p + offsetof(BlockQ8_0, d))};
+  // The signed Q4_0 path (nibble - 8) needs no precomputed offset, only the scale.
+  const auto* q = reinterpret_cast<const int8_t*>(p + offsetof(BlockQ8Act, qs));
+  float d;
+  std::memcpy(&d, p + offsetof(BlockQ8Act, d), sizeof d);
+  return {vld1q_s8(q), vld1q_s8(q + 16), vdupq_n_f32(d)};
 }
 
 // ---- Q4_0 weights. ----
@@ -105,7 +108,7 @@ template <class Dot, int R, int T, bool kPrefetch>
   float32x4_t acc[R][T];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i) {
-    w[i] = a.w + (r + i) * a.w_row_bytes;
+    w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) acc[i][j] = vdupq_n_f32(0.0f);
   }
@@ -135,7 +138,7 @@ template <class Dot, int R, int T, bool kPrefetch>
 #pragma GCC unroll 8
   for (int j = 0; j < T; ++j)
 #pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = vaddvq_f32(acc[i][j]);
+    for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = vaddvq_f32(acc[i][j]);
 }
 
 struct Q4_0TileShape {
@@ -251,7 +254,7 @@ struct FloatTiles {
     float32x4_t acc[R][T];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i) * a.w_row_bytes;
+      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) acc[i][j] = vdupq_n_f32(0.0f);
     }
@@ -283,7 +286,7 @@ struct FloatTiles {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i] = vaddvq_f32(acc[i][j]);
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = vaddvq_f32(acc[i][j]);
   }
 };
 
@@ -306,7 +309,7 @@ void store_part(float* p, float32x4_t v, size_t n) {
   std::memcpy(p, buf, n * sizeof(float));
 }
 
-void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
+void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {
   for (size_t b = 0; b < n / kBlock; ++b) {
     const float* xb = x + b * kBlock;
     float32x4_t v[8];
@@ -319,15 +322,18 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, size_t n) {
     const float amax = vmaxnmvq_f32(m);
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_fp16(d);
+    y[b].d = d;
     const float32x4_t vid = vdupq_n_f32(id);
     int16x8_t h[4];
     // FCVTNS rounds to nearest with ties to even, as nearbyint does in the default rounding mode.
     for (int k = 0; k < 4; ++k)
       h[k] = vcombine_s16(vqmovn_s32(vcvtnq_s32_f32(vmulq_f32(v[2 * k], vid))),
                           vqmovn_s32(vcvtnq_s32_f32(vmulq_f32(v[2 * k + 1], vid))));
-    vst1q_s8(y[b].qs, vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
-    vst1q_s8(y[b].qs + 16, vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
+    const int8x16_t lo = vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1]));
+    const int8x16_t hi = vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3]));
+    vst1q_s8(y[b].qs, lo);
+    vst1q_s8(y[b].qs + 16, hi);
+    y[b].minus8_sum = -8 * (vaddlvq_s8(lo) + vaddlvq_s8(hi));
   }
 }
 
@@ -460,6 +466,15 @@ void axpy_f16(float* y, float a, const uint16_t* x, size_t n) {
   for (; i < n; ++i) y[i] += a * fp16_to_f32(x[i]);
 }
 
+void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
+  for (size_t p = 0; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
+}
+
+void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim) {
+  std::memset(out, 0, dim * sizeof(float));
+  for (size_t p = 0; p < n_rows; ++p) axpy_f16(out, w[p], v + p * stride, dim);
+}
+
 // The two tables differ only in the Q4_0 matmul.
 constexpr Kernels make_table(MatmulFn q4_0) {
   return {
@@ -469,7 +484,7 @@ constexpr Kernels make_table(MatmulFn q4_0) {
       matmul<FloatTiles<BF16Weights>>,
       matmul<FloatTiles<Q8_0FloatWeights>>,
       q4_0,
-      quantize_q8_0,
+      quantize_q8_act,
       rmsnorm,
       softmax,
       silu_mul,
@@ -478,6 +493,10 @@ constexpr Kernels make_table(MatmulFn q4_0) {
       axpy,
       dot_f16,
       axpy_f16,
+      scores_f16,
+      weighted_sum_f16,
+      nullptr,  // to_f16: the graph converts through KvArena::store
+      nullptr,  // attend_f16: the graph attends token by token
   };
 }
 
