@@ -128,7 +128,10 @@ void check_batched_prefill(KvType kv) {
     const float* a = batched->logits(i);
     const float* b = single->logits(0);
     ASSERT_NE(a, nullptr);
-    for (uint32_t v = 0; v < n_vocab; ++v) ASSERT_NEAR(a[v], b[v], 1e-4f) << "position " << i << " token " << v;
+    // The batched F16 attention kernel divides by the softmax sum after adding the values up, so it
+    // rounds differently from the token-by-token path.
+    const float tol = kv == KvType::f32 ? 1e-4f : 5e-4f;
+    for (uint32_t v = 0; v < n_vocab; ++v) ASSERT_NEAR(a[v], b[v], tol) << "position " << i << " token " << v;
   }
 }
 

@@ -129,15 +129,16 @@ TEST(SyntheticModel, Q4_0BatchedPrefillMatchesTokenByToken) {
       const float* a = batched->logits(i);
       const float* b = single->logits(0);
       ASSERT_NE(a, nullptr);
-      float scale = 0.0f;
-      for (uint32_t v = 0; v < 300; ++v) scale = std::max(scale, std::fabs(b[v]));
-      // The paths sum in different orders; re-quantizing activations to int8 at every matmul turns a
-      // last-bit difference into a whole quantum now and then (1/127 of a block's largest value), so
-      // logits agree to about 1e-3 of their range, not to float precision. A wrong row, token or
-      // position moves them by the whole range.
-      for (uint32_t v = 0; v < 300; ++v)
-        ASSERT_NEAR(a[v], b[v], 1e-2f * scale)
-            << "position " << i << " token " << v << (kv == KvType::f16 ? " f16" : " f32");
+      // Int8 activations carry about 1 % of noise into these logits (a random model's logits are small
+      // sums of many terms, each input rounded to 1/127 of its block's largest value), and the two paths
+      // round some inputs differently, so the check is on the relative RMS difference per position: about
+      // 0.01 here, about 1 for a wrong row, token or position.
+      double diff = 0.0, norm = 0.0;
+      for (uint32_t v = 0; v < 300; ++v) {
+        diff += (static_cast<double>(a[v]) - b[v]) * (static_cast<double>(a[v]) - b[v]);
+        norm += static_cast<double>(b[v]) * b[v];
+      }
+      ASSERT_LT(std::sqrt(diff / norm), 0.04) << "position " << i << (kv == KvType::f16 ? " f16" : " f32");
     }
   }
   std::remove(path.c_str());
