@@ -111,12 +111,23 @@ struct QuantTiles {
     }
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
-    // The next tile's rows, in address order, at the pace this tile reads its own (2 blocks a step).
+    // Adjacent rows: the next tile's rows, in address order, at the pace this tile reads its own (2
+    // blocks a step). Rows from separate streams (decode): each stream a couple of rows ahead.
     const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
     constexpr size_t kPfStep = R * 2 * W::kBlockBytes;
+    const bool streams = a.row_stride != 1;
     for (size_t b = 0; b < nb; ++b) {
       if constexpr (kPrefetch) {
-        if ((b & 1) == 0) {
+        if (streams) {
+          if ((b & 3) == 0) {
+#pragma GCC unroll 8
+            for (int i = 0; i < R; ++i) {
+              const uint8_t* ahead = w[i] + tiling::kStreamAheadRows * a.w_row_bytes + b * W::kBlockBytes;
+              _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+              _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
+            }
+          }
+        } else if ((b & 1) == 0) {
           prefetch_span<kPfStep>(pf);
           pf += kPfStep;
         }

@@ -28,6 +28,8 @@ struct MatmulArgs {
 // sequential stream leaves the core far below its read bandwidth; R streams far apart (each tile row
 // from its own quarter of the rows) let the hardware prefetcher run R streams at once.
 inline constexpr size_t kMinStreamRows = 16;
+// How far ahead, in rows of its own stream, a decode tile prefetches (ISA files that prefetch).
+inline constexpr size_t kStreamAheadRows = 2;
 
 // Weight bytes kept hot (L2) while every token tile passes over them during prefill.
 inline constexpr size_t kRowChunkBytes = 256 * 1024;
@@ -60,7 +62,7 @@ void run_tiled(const void* w, size_t w_row_bytes, const void* x, size_t x_row_by
     if (per_stream >= kMinStreamRows) {
       MatmulArgs s = a;
       s.row_stride = per_stream;
-      for (size_t i = 0; i < per_stream; ++i) K::template tile<static_cast<int>(R), 1, false>(s, r0 + i, 0);
+      for (size_t i = 0; i < per_stream; ++i) K::template tile<static_cast<int>(R), 1, true>(s, r0 + i, 0);
       r = r0 + R * per_stream;
     }
     for (; r + R <= r1; r += R) K::template tile<static_cast<int>(R), 1, true>(a, r, 0);
