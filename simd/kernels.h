@@ -80,6 +80,9 @@ struct Kernels {
   void (*attend_f16)(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, const uint16_t* k,
                      const uint16_t* v, size_t kv_stride, size_t hd, float scale, float* scratch, float* out,
                      size_t ldo);
+  // Rotates the pairs (v[2i], v[2i + 1]) for i < n_pairs by the angles whose cosine and sine are
+  // cs[2i] and cs[2i + 1]: (a, b) -> (a cos - b sin, a sin + b cos). RoPE on one head.
+  void (*rope)(float* v, const float* cs, size_t n_pairs);
 };
 
 // Queries per attend_f16 call (one per 512-bit lane).

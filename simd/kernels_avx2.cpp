@@ -15,11 +15,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
 
 namespace lmrt::simd {
 namespace {
+
+using Ops = FloatOps<xsimd::fma3<xsimd::avx2>>;  // RMSNorm, softmax, SiLU-mul, add, RoPE (float_ops.h)
 
 using tiling::MatmulArgs;
 
@@ -299,104 +302,6 @@ void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {
   }
 }
 
-// e^x for float lanes, about 1 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
-// polynomial, times 2^n built in the exponent field. Results below the smallest normal float flush
-// to 0 and those above the largest float become +inf.
-__m256 exp_ps(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3365447504f), hi = _mm256_set1_ps(88.3762626647949f);
-  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ), over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  // n is in [-126, 127] after the clamp, so 2^n is a normal float.
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  const __m256 res = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-  return _mm256_blendv_ps(_mm256_andnot_ps(under, res), _mm256_set1_ps(__builtin_inff()), over);
-}
-
-// Loops over n floats in 8-lane steps, the last partial step through masked loads and stores.
-void rmsnorm(float* out, const float* x, const float* w, size_t n, float eps) {
-  __m256 ss = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    ss = _mm256_fmadd_ps(v, v, ss);
-  }
-  if (i < n) {
-    const __m256 v = _mm256_maskload_ps(x + i, first_floats(n - i));
-    ss = _mm256_fmadd_ps(v, v, ss);
-  }
-  const float mean = hsum(ss) / static_cast<float>(n) + eps;
-  const __m256 scale = _mm256_set1_ps(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean))));
-  for (i = 0; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), scale), _mm256_loadu_ps(w + i)));
-  if (i < n) {
-    const __m256i m = first_floats(n - i);
-    _mm256_maskstore_ps(
-        out + i, m, _mm256_mul_ps(_mm256_mul_ps(_mm256_maskload_ps(x + i, m), scale), _mm256_maskload_ps(w + i, m)));
-  }
-}
-
-void softmax(float* x, size_t n) {
-  if (n == 0) return;
-  __m256 mx = _mm256_set1_ps(x[0]);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + i));
-  for (; i < n; ++i) mx = _mm256_max_ps(mx, _mm256_set1_ps(x[i]));
-  const __m256 vmax = _mm256_set1_ps(hmax(mx));
-  __m256 sum = _mm256_setzero_ps();
-  for (i = 0; i + 8 <= n; i += 8) {
-    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
-    _mm256_storeu_ps(x + i, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  if (i < n) {
-    const __m256i m = first_floats(n - i);
-    const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(m), exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vmax)));
-    _mm256_maskstore_ps(x + i, m, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  const __m256 inv = _mm256_set1_ps(1.0f / hsum(sum));
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
-  if (i < n) {
-    const __m256i m = first_floats(n - i);
-    _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv));
-  }
-}
-
-__m256 silu_mul_ps(__m256 g, __m256 u) {
-  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g));
-  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
-}
-
-void silu_mul(float* gate, const float* up, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(gate + i, silu_mul_ps(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
-  if (i < n) {
-    const __m256i m = first_floats(n - i);
-    _mm256_maskstore_ps(gate + i, m, silu_mul_ps(_mm256_maskload_ps(gate + i, m), _mm256_maskload_ps(up + i, m)));
-  }
-}
-
-void add(float* y, const float* x, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
-  if (i < n) {
-    const __m256i m = first_floats(n - i);
-    _mm256_maskstore_ps(y + i, m, _mm256_add_ps(_mm256_maskload_ps(y + i, m), _mm256_maskload_ps(x + i, m)));
-  }
-}
-
 float dot_f32(const float* a, const float* b, size_t n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
   size_t i = 0;
@@ -513,10 +418,10 @@ const Kernels kAvx2 = {
     matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul<QuantTiles<Q4_0Weights>>,
     quantize_q8_act,
-    rmsnorm,
-    softmax,
-    silu_mul,
-    add,
+    Ops::rmsnorm,
+    Ops::softmax,
+    Ops::silu_mul,
+    Ops::add,
     dot_f32,
     axpy,
     dot_f16,
@@ -525,6 +430,7 @@ const Kernels kAvx2 = {
     weighted_sum_f16,
     to_f16,
     nullptr,  // attend_f16
+    Ops::rope,
 };
 
 }  // namespace

@@ -23,11 +23,14 @@
 #include <cstdint>
 #include <utility>
 
+#include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
 
 namespace lmrt::simd {
 namespace {
+
+using Ops = FloatOps<xsimd::avx512bw>;  // RMSNorm, softmax, SiLU-mul, add, RoPE (float_ops.h)
 
 using tiling::MatmulArgs;
 
@@ -492,81 +495,6 @@ __m512 exp_ps(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-void rmsnorm(float* out, const float* x, const float* w, size_t n, float eps) {
-  __m512 ss = _mm512_setzero_ps();
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    ss = _mm512_fmadd_ps(v, v, ss);
-  }
-  if (i < n) {
-    const __m512 v = _mm512_maskz_loadu_ps(first_floats(n - i), x + i);
-    ss = _mm512_fmadd_ps(v, v, ss);
-  }
-  const float mean = _mm512_reduce_add_ps(ss) / static_cast<float>(n) + eps;
-  const __m512 scale = _mm512_set1_ps(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean))));
-  for (i = 0; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), scale), _mm512_loadu_ps(w + i)));
-  if (i < n) {
-    const __mmask16 m = first_floats(n - i);
-    _mm512_mask_storeu_ps(
-        out + i, m,
-        _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale), _mm512_maskz_loadu_ps(m, w + i)));
-  }
-}
-
-void softmax(float* x, size_t n) {
-  if (n == 0) return;
-  __m512 mx = _mm512_set1_ps(x[0]);
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + i));
-  if (i < n) mx = _mm512_mask_max_ps(mx, first_floats(n - i), mx, _mm512_maskz_loadu_ps(first_floats(n - i), x + i));
-  const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-  __m512 sum = _mm512_setzero_ps();
-  for (i = 0; i + 16 <= n; i += 16) {
-    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
-    _mm512_storeu_ps(x + i, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  if (i < n) {
-    const __mmask16 m = first_floats(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(m, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vmax)));
-    _mm512_mask_storeu_ps(x + i, m, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-  for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
-  if (i < n) {
-    const __mmask16 m = first_floats(n - i);
-    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
-  }
-}
-
-__m512 silu_mul_ps(__m512 g, __m512 u) {
-  const __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g));
-  return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
-}
-
-void silu_mul(float* gate, const float* up, size_t n) {
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(gate + i, silu_mul_ps(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
-  if (i < n) {
-    const __mmask16 m = first_floats(n - i);
-    _mm512_mask_storeu_ps(gate + i, m,
-                          silu_mul_ps(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
-  }
-}
-
-void add(float* y, const float* x, size_t n) {
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_loadu_ps(x + i)));
-  if (i < n) {
-    const __mmask16 m = first_floats(n - i);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
-  }
-}
-
 float dot_f32(const float* a, const float* b, size_t n) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
   size_t i = 0;
@@ -811,10 +739,10 @@ const Kernels kAvx512 = {
     matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul_q4_0,
     quantize_q8_act,
-    rmsnorm,
-    softmax,
-    silu_mul,
-    add,
+    Ops::rmsnorm,
+    Ops::softmax,
+    Ops::silu_mul,
+    Ops::add,
     dot_f32,
     axpy,
     dot_f16,
@@ -823,6 +751,7 @@ const Kernels kAvx512 = {
     weighted_sum_f16,
     to_f16,
     attend_f16,
+    Ops::rope,
 };
 
 }  // namespace

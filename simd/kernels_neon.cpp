@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "runtime/util/fp16.h"
+#include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
 
@@ -31,6 +32,8 @@
 
 namespace lmrt::simd {
 namespace {
+
+using Ops = FloatOps<xsimd::neon64>;  // RMSNorm, softmax, SiLU-mul, add, RoPE (float_ops.h)
 
 using tiling::MatmulArgs;
 
@@ -337,90 +340,6 @@ void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {
   }
 }
 
-// e^x for float lanes, about 1 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
-// polynomial, times 2^n built in the exponent field. Results below the smallest normal float flush
-// to 0 and those above the largest float become +inf.
-float32x4_t exp_ps(float32x4_t x) {
-  const float32x4_t lo = vdupq_n_f32(-87.3365447504f), hi = vdupq_n_f32(88.3762626647949f);
-  const uint32x4_t under = vcltq_f32(x, lo), over = vcgtq_f32(x, hi);
-  x = vminq_f32(vmaxq_f32(x, lo), hi);
-  const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-  float32x4_t p = vdupq_n_f32(1.0f / 720.0f);
-  p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
-  // n is in [-126, 127] after the clamp, so 2^n is a normal float.
-  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-  const float32x4_t res = vmulq_f32(p, vreinterpretq_f32_s32(e));
-  const float32x4_t flushed = vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(res), under));
-  return vbslq_f32(over, vdupq_n_f32(__builtin_inff()), flushed);
-}
-
-void rmsnorm(float* out, const float* x, const float* w, size_t n, float eps) {
-  float32x4_t ss = vdupq_n_f32(0.0f);
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const float32x4_t v = vld1q_f32(x + i);
-    ss = vfmaq_f32(ss, v, v);
-  }
-  if (i < n) {
-    const float32x4_t v = load_part(x + i, n - i, 0.0f);
-    ss = vfmaq_f32(ss, v, v);
-  }
-  const float scale = 1.0f / std::sqrt(vaddvq_f32(ss) / static_cast<float>(n) + eps);
-  const float32x4_t vs = vdupq_n_f32(scale);
-  for (i = 0; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_f32(vld1q_f32(x + i), vs), vld1q_f32(w + i)));
-  if (i < n)
-    store_part(out + i, vmulq_f32(vmulq_f32(load_part(x + i, n - i, 0.0f), vs), load_part(w + i, n - i, 0.0f)), n - i);
-}
-
-void softmax(float* x, size_t n) {
-  if (n == 0) return;
-  constexpr float kMinusInf = -__builtin_inff();
-  float32x4_t mx = vdupq_n_f32(x[0]);
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) mx = vmaxq_f32(mx, vld1q_f32(x + i));
-  if (i < n) mx = vmaxq_f32(mx, load_part(x + i, n - i, kMinusInf));
-  const float32x4_t vmax = vdupq_n_f32(vmaxvq_f32(mx));
-  float32x4_t sum = vdupq_n_f32(0.0f);
-  for (i = 0; i + 4 <= n; i += 4) {
-    const float32x4_t e = exp_ps(vsubq_f32(vld1q_f32(x + i), vmax));
-    vst1q_f32(x + i, e);
-    sum = vaddq_f32(sum, e);
-  }
-  if (i < n) {
-    // Padding lanes hold -inf, whose exponential is 0.
-    const float32x4_t e = exp_ps(vsubq_f32(load_part(x + i, n - i, kMinusInf), vmax));
-    store_part(x + i, e, n - i);
-    sum = vaddq_f32(sum, e);
-  }
-  const float32x4_t inv = vdupq_n_f32(1.0f / vaddvq_f32(sum));
-  for (i = 0; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_f32(vld1q_f32(x + i), inv));
-  for (; i < n; ++i) x[i] *= vgetq_lane_f32(inv, 0);
-}
-
-float32x4_t silu_mul_ps(float32x4_t g, float32x4_t u) {
-  const float32x4_t e = exp_ps(vnegq_f32(g));
-  return vmulq_f32(vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e)), u);
-}
-
-void silu_mul(float* gate, const float* up, size_t n) {
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) vst1q_f32(gate + i, silu_mul_ps(vld1q_f32(gate + i), vld1q_f32(up + i)));
-  if (i < n) store_part(gate + i, silu_mul_ps(load_part(gate + i, n - i, 0.0f), load_part(up + i, n - i, 0.0f)), n - i);
-}
-
-void add(float* y, const float* x, size_t n) {
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vld1q_f32(x + i)));
-  for (; i < n; ++i) y[i] += x[i];
-}
-
 float dot_f32(const float* a, const float* b, size_t n) {
   float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
   size_t i = 0;
@@ -485,10 +404,10 @@ constexpr Kernels make_table(MatmulFn q4_0) {
       matmul<FloatTiles<Q8_0FloatWeights>>,
       q4_0,
       quantize_q8_act,
-      rmsnorm,
-      softmax,
-      silu_mul,
-      add,
+      Ops::rmsnorm,
+      Ops::softmax,
+      Ops::silu_mul,
+      Ops::add,
       dot_f32,
       axpy,
       dot_f16,
@@ -497,6 +416,7 @@ constexpr Kernels make_table(MatmulFn q4_0) {
       weighted_sum_f16,
       nullptr,  // to_f16: the graph converts through KvArena::store
       nullptr,  // attend_f16: the graph attends token by token
+      Ops::rope,
   };
 }
 

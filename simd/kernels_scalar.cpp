@@ -137,6 +137,14 @@ void to_f16(const float* x, uint16_t* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
 }
 
+void rope(float* v, const float* cs, size_t n_pairs) {
+  for (size_t i = 0; i < n_pairs; ++i) {
+    const float a = v[2 * i], b = v[2 * i + 1], c = cs[2 * i], s = cs[2 * i + 1];
+    v[2 * i] = a * c - b * s;
+    v[2 * i + 1] = a * s + b * c;
+  }
+}
+
 const Kernels kScalar = {
     Isa::scalar,
     matmul_rows<float, float, dot_f32_row, 1>,
@@ -157,6 +165,7 @@ const Kernels kScalar = {
     weighted_sum_f16,
     to_f16,
     nullptr,  // attend_f16
+    rope,
 };
 
 }  // namespace

@@ -42,12 +42,12 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
   g->n_threads_ = std::max<size_t>(1, params.n_threads);
 
   const size_t nb = params.n_batch;
-  const size_t wide = std::max(hp.n_embd, hp.n_ff);
-  const size_t wide_blocks = (wide + 31) / 32;
-  bool ok = g->x_.allocate(nb * hp.n_embd) && g->xn_.allocate(nb * wide) && g->q_.allocate(nb * hp.n_embd) &&
+  const size_t nb_ffn = std::min<size_t>(nb, kFfnTokens);
+  const size_t xq_blocks = std::max(nb * ((hp.n_embd + 31) / 32), nb_ffn * ((hp.n_ff + 31) / 32));
+  bool ok = g->x_.allocate(nb * hp.n_embd) && g->xn_.allocate(nb * hp.n_embd) && g->q_.allocate(nb * hp.n_embd) &&
             g->k_cur_.allocate(nb * hp.kv_dim()) && g->v_cur_.allocate(nb * hp.kv_dim()) &&
-            g->att_out_.allocate(nb * hp.n_embd) && g->gate_.allocate(nb * hp.n_ff) && g->up_.allocate(nb * hp.n_ff) &&
-            g->xq_.allocate(nb * wide_blocks) &&
+            g->att_out_.allocate(nb * hp.n_embd) && g->gate_.allocate(nb_ffn * hp.n_ff) &&
+            g->up_.allocate(nb_ffn * hp.n_ff) && g->xq_.allocate(xq_blocks) &&
             g->scores_.allocate(g->n_threads_ * attention_scratch_floats(params.n_ctx, hp.head_dim)) &&
             g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
             g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab);
@@ -106,15 +106,7 @@ void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
   const LlamaHparams& hp = model_.hparams();
   const uint32_t half = hp.rope_dim / 2;
   const float* cs = rope_cs_.data() + static_cast<size_t>(pos) * half * 2;
-  for (uint32_t h = 0; h < n_heads; ++h) {
-    float* v = vec + static_cast<size_t>(h) * hp.head_dim;
-    for (uint32_t i = 0; i < half; ++i) {
-      const float c = cs[2 * i], s = cs[2 * i + 1];
-      const float a = v[2 * i], b = v[2 * i + 1];
-      v[2 * i] = a * c - b * s;
-      v[2 * i + 1] = a * s + b * c;
-    }
-  }
+  for (uint32_t h = 0; h < n_heads; ++h) k_->rope(vec + static_cast<size_t>(h) * hp.head_dim, cs, half);
 }
 
 void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool) {
@@ -256,11 +248,16 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
 
     // Feed-forward block: RMSNorm -> SwiGLU -> down projection.
+    // kFfnTokens tokens at a time; each group's output overwrites its own normalized rows.
     for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.ffn_norm, dim, hp.rms_eps);
-    matmul(L.w_gate, n, xn, dim, gate_.data(), ff, pool);
-    matmul(L.w_up, n, xn, dim, up_.data(), ff, pool);
-    for (uint32_t t = 0; t < n; ++t) k_->silu_mul(gate_.data() + t * ff, up_.data() + t * ff, ff);
-    matmul(L.w_down, n, gate_.data(), ff, xn, dim, pool);
+    for (uint32_t t0 = 0; t0 < n; t0 += kFfnTokens) {
+      const uint32_t nt = std::min(kFfnTokens, n - t0);
+      float* rows = xn + static_cast<size_t>(t0) * dim;
+      matmul(L.w_gate, nt, rows, dim, gate_.data(), ff, pool);
+      matmul(L.w_up, nt, rows, dim, up_.data(), ff, pool);
+      for (uint32_t t = 0; t < nt; ++t) k_->silu_mul(gate_.data() + t * ff, up_.data() + t * ff, ff);
+      matmul(L.w_down, nt, gate_.data(), ff, rows, dim, pool);
+    }
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
   }
 

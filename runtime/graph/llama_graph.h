@@ -51,6 +51,10 @@ class LlamaGraph {
  public:
   // Logit rows kept besides logits_all: enough for one row per beam of a beam search.
   static constexpr uint32_t kMaxLogitRows = 16;
+  // A batch passes through the feed-forward block this many tokens at a time: its hidden rows are the
+  // widest activations, and bounding them keeps resident memory within file + KV + 64 MiB at any
+  // n_batch (the GEMM needs far fewer tokens than this to reuse each repacked weight slab).
+  static constexpr uint32_t kFfnTokens = 128;
 
   // Allocates every buffer a forward pass needs. Errors: invalid_argument, out_of_memory.
   static Status create(const LlamaModel& model, const GraphParams& params, std::unique_ptr<LlamaGraph>* out);
@@ -98,18 +102,19 @@ class LlamaGraph {
   bool logits_all_ = false;
   size_t n_threads_ = 1;
 
-  AlignedBuffer<float> x_;              // residual stream [n_batch][n_embd]
-  AlignedBuffer<float> xn_;             // normalised input [n_batch][max(n_embd, n_ff)]
-  AlignedBuffer<float> q_;              // [n_batch][n_embd]
-  AlignedBuffer<float> k_cur_;          // [n_batch][kv_dim]
-  AlignedBuffer<float> v_cur_;          // [n_batch][kv_dim]
-  AlignedBuffer<float> att_out_;        // [n_batch][n_embd]
-  AlignedBuffer<float> gate_;           // [n_batch][n_ff]
-  AlignedBuffer<float> up_;             // [n_batch][n_ff]
-  AlignedBuffer<float> scores_;         // per thread: [n_ctx] attention scores + [head_dim] key/value row
-  AlignedBuffer<simd::BlockQ8Act> xq_;  // quantized activations [n_batch][max(n_embd, n_ff) / 32]
-  AlignedBuffer<float> rope_cs_;        // [n_ctx][rope_dim / 2][cos, sin]
-  AlignedBuffer<float> logits_;         // [n_batch or 1][n_vocab]
+  AlignedBuffer<float> x_;        // residual stream [n_batch][n_embd]
+  AlignedBuffer<float> xn_;       // normalised input [n_batch][n_embd]
+  AlignedBuffer<float> q_;        // [n_batch][n_embd]
+  AlignedBuffer<float> k_cur_;    // [n_batch][kv_dim]
+  AlignedBuffer<float> v_cur_;    // [n_batch][kv_dim]
+  AlignedBuffer<float> att_out_;  // [n_batch][n_embd]
+  AlignedBuffer<float> gate_;     // [min(n_batch, kFfnTokens)][n_ff]
+  AlignedBuffer<float> up_;       // [min(n_batch, kFfnTokens)][n_ff]
+  AlignedBuffer<float> scores_;   // per thread: [n_ctx] attention scores + [head_dim] key/value row
+  AlignedBuffer<simd::BlockQ8Act>
+      xq_;  // quantized matmul input: the larger of [n_batch][n_embd / 32], [min(n_batch, kFfnTokens)][n_ff / 32]
+  AlignedBuffer<float> rope_cs_;  // [n_ctx][rope_dim / 2][cos, sin]
+  AlignedBuffer<float> logits_;   // [n_batch or 1][n_vocab]
 };
 
 }  // namespace lmrt

@@ -344,6 +344,27 @@ TEST_P(SimdKernels, SoftmaxMatchesReference) {
   }
 }
 
+// Real angles; the tolerance is relative to the terms' size (a cos - b sin can cancel to ~0).
+TEST_P(SimdKernels, RopeMatchesReference) {
+  for (size_t n_pairs : {1u, 3u, 4u, 7u, 8u, 16u, 17u, 32u, 64u}) {
+    const std::vector<float> v = random_floats(2 * n_pairs, 41 + static_cast<uint32_t>(n_pairs), 3.0f);
+    std::vector<float> cs(2 * n_pairs);
+    for (size_t i = 0; i < n_pairs; ++i) {
+      const double angle = 37.0 * std::pow(10000.0, -2.0 * static_cast<double>(i) / (2.0 * n_pairs));
+      cs[2 * i] = static_cast<float>(std::cos(angle));
+      cs[2 * i + 1] = static_cast<float>(std::sin(angle));
+    }
+    std::vector<float> want = v, got = v;
+    ref().rope(want.data(), cs.data(), n_pairs);
+    k().rope(got.data(), cs.data(), n_pairs);
+    for (size_t i = 0; i < n_pairs; ++i) {
+      const double mag = std::fabs(v[2 * i]) + std::fabs(v[2 * i + 1]);
+      ASSERT_NEAR(got[2 * i], want[2 * i], 2.0 * FLT_EPSILON * mag) << "n_pairs=" << n_pairs << " pair " << i;
+      ASSERT_NEAR(got[2 * i + 1], want[2 * i + 1], 2.0 * FLT_EPSILON * mag) << "n_pairs=" << n_pairs << " pair " << i;
+    }
+  }
+}
+
 TEST_P(SimdKernels, SiluMulMatchesReference) {
   for (size_t n : kLengths) {
     std::vector<float> gate = random_floats(n, 31 + static_cast<uint32_t>(n), 4.0f);
