@@ -2,8 +2,9 @@
 # Compares lmrt with llama.cpp (../shared/peers/llamacpp/run) on the same synthetic Q4_0 files, in one run:
 # for each model, threads 1 and 2, P = 128 and 512, G = 128, the two engines alternate ROUNDS times
 # (one process each time), and the script prints medians, the ratios lmrt / llama.cpp and the decode
-# roofline fraction (decode tok/s x weight bytes read per token / read bandwidth with that many threads,
-# measured in the same run by tests/bench/read_bandwidth.cpp).
+# roofline fraction (decode tok/s x bytes read per token / read bandwidth with that many threads,
+# measured in the same run by tests/bench/read_bandwidth.cpp); tests/bench/compare_table.py makes the
+# table and says exactly what is counted.
 #
 # usage: tests/bench/compare-llamacpp.sh [LMRT_BINARY]
 # env:   MODELS_DIR (default /tmp/lmrt-bench) where the synthetic models are written if missing
@@ -62,33 +63,13 @@ for r in $(seq 1 "$rounds"); do
   measure_bw
 done
 
-# Weight bytes read per decoded token: every 2-D weight once, except the embedding table (one row).
+# Bytes read per decoded token: every 2-D weight once, except the embedding table (one row), plus the KV
+# rows of every layer for each position in the context (compare_table.py).
 for m in $models; do
   "$lmrt" info -m "$models_dir/$m-q4_0.gguf" --json |
-    jq -c --arg m "$m" '{kind:"shape", model:$m, bytes_per_token: (([.tensor_types[].bytes] | add) - (.n_vocab * .n_embd / 32 * 18) + (.n_embd / 32 * 18))}' >> "$out"
+    jq -c --arg m "$m" --argjson g "$gen" '{kind:"shape", model:$m, gen:$g,
+      bytes_per_token: (([.tensor_types[].bytes] | add) - (.n_vocab * .n_embd / 32 * 18) + (.n_embd / 32 * 18)),
+      kv_bytes_per_position: (2 * .n_layer * (.n_embd / .n_head * .n_head_kv) * 2)}' >> "$out"
 done
 
-python3 - "$out" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-med = statistics.median
-bw = {}
-for r in rows:
-    if r["kind"] == "bandwidth": bw.setdefault(r["threads"], []).append(r["gbs"])
-bpt = {r["model"]: r["bytes_per_token"] for r in rows if r["kind"] == "shape"}
-for t, v in sorted(bw.items()):
-    print(f"read bandwidth, {t} thread(s): median {med(v):.1f} GB/s over {len(v)} samples {sorted(v)}")
-print()
-print("| model | threads | P | prefill lmrt | prefill llama.cpp | ratio | decode lmrt | decode llama.cpp | ratio | roofline lmrt | roofline llama.cpp | peak RSS lmrt MiB (budget) | RSS llama.cpp MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-keys = sorted({(r["model"], r["threads"], r["P"]) for r in rows if r["kind"] in ("lmrt", "llamacpp")})
-for k in keys:
-    def sel(kind, f): return [r[f] for r in rows if r["kind"] == kind and (r["model"], r["threads"], r["P"]) == k and r.get(f) is not None]
-    lp, cp, ld, cd = med(sel("lmrt", "prefill")), med(sel("llamacpp", "prefill")), med(sel("lmrt", "decode")), med(sel("llamacpp", "decode"))
-    b = med(bw[k[1]]) * 1e9
-    roof = lambda d: d * bpt[k[0]] / b
-    lr = [r for r in rows if r["kind"] == "lmrt" and (r["model"], r["threads"], r["P"]) == k]
-    budget = lr[0]["file_mib"] + lr[0]["kv_mib"] + 64
-    print(f"| {k[0]} | {k[1]} | {k[2]} | {lp:.1f} | {cp:.1f} | {lp/cp:.2f} | {ld:.1f} | {cd:.1f} | {ld/cd:.2f} | "
-          f"{roof(ld):.0%} | {roof(cd):.0%} | {max(sel('lmrt','rss')):.0f} ({budget:.0f}) | {max(sel('llamacpp','rss')):.0f} |")
-PY
+python3 "$repo/tests/bench/compare_table.py" "$out"
