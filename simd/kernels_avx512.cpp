@@ -98,6 +98,30 @@ struct Q4_0Weights {
   }
 };
 
+// One token's activations for a 4-block step, laid out as the weight step is: per 128-bit lane the
+// block's scale, -8 * sum(qs) in the lane's first dword (so that sum((w + 8) * x) + init = sum(w * x)),
+// and the block's first and last 16 values.
+struct LaneX {
+  __m512 d;
+  __m512i init;
+  __m512i first;
+  __m512i last;
+};
+
+template <bool kFull>
+LaneX lane_x(const uint8_t* xp, size_t count) {
+  const __m512i head = load_lanes<kFull>(xp, kActBytes, count);  // d, -8 * sum(qs), qs[0..7]
+  return {_mm512_permute_ps(_mm512_castsi512_ps(head), 0x00), _mm512_maskz_shuffle_epi32(0x1111, head, _MM_PERM_BBBB),
+          load_lanes<kFull>(xp + 8, kActBytes, count), load_lanes<kFull>(xp + 8 + 16, kActBytes, count)};
+}
+
+// sum over the step of w * x, scaled, added to acc.
+inline __m512 step_dot(const QuantStep& w, const LaneX& x, __m512 acc) {
+  __m512i s = _mm512_dpbusd_epi32(x.init, w.first, x.first);
+  s = _mm512_dpbusd_epi32(s, w.last, x.last);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(w.d, x.d), acc);
+}
+
 // Y tiles for Q4_0 weights against Q8_0 activations.
 template <class W>
 struct QuantTiles {
@@ -113,20 +137,9 @@ struct QuantTiles {
     for (int i = 0; i < R; ++i) ws[i] = W::template load<kFull>(w[i] + b * W::kBlockBytes, count);
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
-      const uint8_t* xp = x[j] + b * kActBytes;
-      // Per lane: the block's scale, its -8 * sum(qs), then its qs.
-      const __m512i head = load_lanes<kFull>(xp, kActBytes, count);
-      const __m512i x_first = load_lanes<kFull>(xp + 8, kActBytes, count);
-      const __m512i x_last = load_lanes<kFull>(xp + 8 + 16, kActBytes, count);
-      const __m512 xd = _mm512_permute_ps(_mm512_castsi512_ps(head), 0x00);
-      // -8 * sum(x) in the lane's first dword, so that sum((w + 8) * x) + init = sum(w * x).
-      const __m512i init = _mm512_maskz_shuffle_epi32(0x1111, head, _MM_PERM_BBBB);
+      const LaneX xs = lane_x<kFull>(x[j] + b * kActBytes, count);
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) {
-        __m512i s = _mm512_dpbusd_epi32(init, ws[i].first, x_first);
-        s = _mm512_dpbusd_epi32(s, ws[i].last, x_last);
-        acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws[i].d, xd), acc[i][j]);
-      }
+      for (int i = 0; i < R; ++i) acc[i][j] = step_dot(ws[i], xs, acc[i][j]);
     }
   }
 
@@ -174,6 +187,55 @@ struct QuantTiles {
       for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = _mm512_reduce_add_ps(acc[i][j]);
   }
 };
+
+// Decode (one token) over activations prepared once per call as LaneX steps (matmul_q4_0): every tile
+// reuses them, so a step costs only the weight loads and the arithmetic.
+struct Q4_0DecodeTiles {
+  static constexpr size_t kDecodeRows = 4;
+  static constexpr size_t kRows = 4;  // the batched path of run_tiled is never taken (one token)
+  static constexpr size_t kToks = 1;
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t) {
+    static_assert(T == 1, "one token");
+    const size_t nb = a.n / kBlock;
+    const auto* xs = reinterpret_cast<const LaneX*>(a.x);
+    const uint8_t* w[R];
+    __m512 acc[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
+      acc[i] = _mm512_setzero_ps();
+    }
+    const bool streams = a.row_stride != 1;
+    size_t b = 0;
+    for (; b + kGroup <= nb; b += kGroup) {
+      if constexpr (kPrefetch) {
+        if (streams) {  // each stream two rows ahead, as in QuantTiles
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) {
+            const uint8_t* ahead = w[i] + tiling::kStreamAheadRows * a.w_row_bytes + b * kQ4Bytes;
+            _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
+          }
+        }
+      }
+      const LaneX& x = xs[b / kGroup];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) acc[i] = step_dot(Q4_0Weights::load<true>(w[i] + b * kQ4Bytes, kGroup), x, acc[i]);
+    }
+    if (b < nb) {
+      const LaneX& x = xs[b / kGroup];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) acc[i] = step_dot(Q4_0Weights::load<false>(w[i] + b * kQ4Bytes, nb - b), x, acc[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) a.y[r + i * a.row_stride] = _mm512_reduce_add_ps(acc[i]);
+  }
+};
+
+// Steps of prepared activations a decode call keeps on its stack (K up to 16384).
+constexpr size_t kMaxLaneSteps = 128;
 
 // ---- Q4_0 prefill (n_tok > 1) ----
 //
@@ -338,6 +400,18 @@ void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1
 
 void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                  size_t r0, size_t r1, float* y, size_t ldy) {
+  const size_t steps = (n / kBlock + kGroup - 1) / kGroup;
+  if (n_tok == 1 && r0 < r1 && steps <= kMaxLaneSteps) {
+    LaneX xs[kMaxLaneSteps];
+    const auto* xb = static_cast<const uint8_t*>(x);
+    const size_t nb = n / kBlock;
+    for (size_t g = 0; g < steps; ++g) {
+      const size_t b = g * kGroup;
+      xs[g] = nb - b >= kGroup ? lane_x<true>(xb + b * kActBytes, kGroup) : lane_x<false>(xb + b * kActBytes, nb - b);
+    }
+    tiling::run_tiled<Q4_0DecodeTiles>(w, w_row_bytes, xs, 0, n, 1, r0, r1, y, ldy);
+    return;
+  }
   if (n_tok <= 1 || r0 >= r1) {
     tiling::run_tiled<QuantTiles<Q4_0Weights>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
     return;

@@ -250,6 +250,8 @@ TEST_P(SimdKernels, MatmulsAcrossRowChunks) {
 TEST_P(SimdKernels, DecodeMatmulsOverManyRowStreams) {
   check_matmul(k(), TensorType::q4_0, {2048, 1, 3, 250}, 11);
   check_matmul(k(), TensorType::q4_0, {96, 1, 0, 67}, 12);
+  // Rows longer than the activations a decode call prepares on its stack (AVX-512: 16384).
+  check_matmul(k(), TensorType::q4_0, {16416, 1, 0, 70}, 15);
   check_matmul(k(), TensorType::q8_0, {256, 1, 1, 131}, 13);
   check_matmul(k(), TensorType::f16, {172, 1, 2, 129}, 14);
 }
