@@ -70,7 +70,8 @@ struct Kernels {
   void (*weighted_sum_f16)(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim);
 
   // y[i] = fp16(x[i]), rounded to nearest even exactly as f32_to_fp16 (runtime/util/fp16.h) for every
-  // non-NaN input: rows entering an F16 KV arena. Optional (nullptr: the graph calls KvArena::store).
+  // non-NaN input: rows entering an F16 KV arena (KvArena::store). Optional (nullptr: store converts one
+  // value at a time).
   void (*to_f16)(const float* x, uint16_t* y, size_t n);
   // Optional (nullptr when the ISA has none; the graph then attends token by token with the
   // kernels above). Batched causal attention of n_q <= kAttendQueries queries of one head over an F16

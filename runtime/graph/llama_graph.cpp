@@ -208,7 +208,7 @@ void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint
           x[2 * i + 1] = b * c - a * sn;
         }
       }
-      kv.store(l, p - n_discard, k, v);
+      kv.store(l, p - n_discard, k, v, k_->to_f16);
     }
   }
 }
@@ -234,14 +234,8 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     for (uint32_t t = 0; t < n; ++t) {
       rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, batch.pos_of(t));
       rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, batch.pos_of(t));
-      const float* kt = k_cur_.data() + static_cast<size_t>(t) * kv_dim;
-      const float* vt = v_cur_.data() + static_cast<size_t>(t) * kv_dim;
-      if (kv.type() == KvType::f16 && k_->to_f16 != nullptr) {  // the same rounding, vectorized
-        k_->to_f16(kt, reinterpret_cast<uint16_t*>(kv.key(l, batch.slot_of(t))), kv_dim);
-        k_->to_f16(vt, reinterpret_cast<uint16_t*>(kv.value(l, batch.slot_of(t))), kv_dim);
-      } else {
-        kv.store(l, batch.slot_of(t), kt, vt);
-      }
+      kv.store(l, batch.slot_of(t), k_cur_.data() + static_cast<size_t>(t) * kv_dim,
+               v_cur_.data() + static_cast<size_t>(t) * kv_dim, k_->to_f16);
     }
     attention(l, batch, kv, pool);
     matmul(L.wo, n, att_out_.data(), dim, xn, dim, pool);

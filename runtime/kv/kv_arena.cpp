@@ -24,7 +24,7 @@ Status KvArena::create(uint32_t n_layer, uint32_t kv_dim, uint32_t n_ctx, KvType
   return Status::Ok();
 }
 
-void KvArena::store(uint32_t layer, uint32_t pos, const float* k, const float* v) {
+void KvArena::store(uint32_t layer, uint32_t pos, const float* k, const float* v, ToF16 to_f16) {
   uint8_t* kd = key(layer, pos);
   uint8_t* vd = value(layer, pos);
   if (type_ == KvType::f32) {
@@ -34,6 +34,11 @@ void KvArena::store(uint32_t layer, uint32_t pos, const float* k, const float* v
   }
   auto* kh = reinterpret_cast<uint16_t*>(kd);
   auto* vh = reinterpret_cast<uint16_t*>(vd);
+  if (to_f16 != nullptr) {
+    to_f16(k, kh, kv_dim_);
+    to_f16(v, vh, kv_dim_);
+    return;
+  }
   for (uint32_t i = 0; i < kv_dim_; ++i) {
     kh[i] = f32_to_fp16(k[i]);
     vh[i] = f32_to_fp16(v[i]);

@@ -30,8 +30,11 @@ class KvArena {
   const uint8_t* key(uint32_t layer, uint32_t pos) const { return const_cast<KvArena*>(this)->row(layer, 0, pos); }
   const uint8_t* value(uint32_t layer, uint32_t pos) const { return const_cast<KvArena*>(this)->row(layer, 1, pos); }
 
-  // Stores a float key and value row at (layer, pos), converting to the arena's type.
-  void store(uint32_t layer, uint32_t pos, const float* k, const float* v);
+  // Converts n floats to fp16 bits exactly as f32_to_fp16 does (a kernel table's to_f16).
+  using ToF16 = void (*)(const float* x, uint16_t* y, size_t n);
+  // Stores a float key and value row at (layer, pos), converting to the arena's type: through `to_f16`
+  // when given, else one value at a time.
+  void store(uint32_t layer, uint32_t pos, const float* k, const float* v, ToF16 to_f16 = nullptr);
 
  private:
   KvArena() = default;
