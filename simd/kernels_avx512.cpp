@@ -98,6 +98,18 @@ struct Q4_0Weights {
   }
 };
 
+// Decode tiles whose rows are separate streams: the two lines at `offset` in each stream's row
+// tiling::kStreamAheadRows rows ahead (a core keeps too few lines in flight while it also computes).
+template <int R>
+void prefetch_streams(const uint8_t* const (&w)[R], size_t row_bytes, size_t offset) {
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+    const uint8_t* ahead = w[i] + tiling::kStreamAheadRows * row_bytes + offset;
+    _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
+  }
+}
+
 // One token's activations for a 4-block step, laid out as the weight step is: per 128-bit lane the
 // block's scale, -8 * sum(qs) in the lane's first dword (so that sum((w + 8) * x) + init = sum(w * x)),
 // and the block's first and last 16 values.
@@ -167,12 +179,7 @@ struct QuantTiles {
     for (; b + kGroup <= nb; b += kGroup) {
       if constexpr (kPrefetch) {
         if (streams) {
-#pragma GCC unroll 8
-          for (int i = 0; i < R; ++i) {
-            const uint8_t* ahead = w[i] + tiling::kStreamAheadRows * a.w_row_bytes + b * W::kBlockBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
-          }
+          prefetch_streams(w, a.w_row_bytes, b * W::kBlockBytes);
         } else {
           prefetch_span<kPfStep>(pf);
           pf += kPfStep;
@@ -211,14 +218,7 @@ struct Q4_0DecodeTiles {
     size_t b = 0;
     for (; b + kGroup <= nb; b += kGroup) {
       if constexpr (kPrefetch) {
-        if (streams) {  // each stream two rows ahead, as in QuantTiles
-#pragma GCC unroll 8
-          for (int i = 0; i < R; ++i) {
-            const uint8_t* ahead = w[i] + tiling::kStreamAheadRows * a.w_row_bytes + b * kQ4Bytes;
-            _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
-          }
-        }
+        if (streams) prefetch_streams(w, a.w_row_bytes, b * kQ4Bytes);
       }
       const LaneX& x = xs[b / kGroup];
 #pragma GCC unroll 8
