@@ -17,6 +17,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -646,10 +647,22 @@ __m512 load_f32(const float* p, size_t i, size_t dim) {
   return i + 16 <= dim ? _mm512_loadu_ps(p + i) : _mm512_maskz_loadu_ps(first_floats(dim - i), p + i);
 }
 
+// One head's KV entries are consecutive in the arena, but each decode call streams only a few KiB
+// to a few hundred KiB of them: prefetching a few rows ahead covers the start of every such stream,
+// before the hardware prefetcher has caught on (a few per cent of decode at P = 512).
+constexpr size_t kKvRowsAhead = 16;
+
+void prefetch_kv_row(const uint16_t* row, size_t dim) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (size_t o = 0; o < dim * 2; o += kLine) _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
 void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
   size_t p = 0;
+  for (size_t a = 0; a < kKvRowsAhead && a < n_keys; ++a) prefetch_kv_row(k + a * stride, dim);
   for (; p + 4 <= n_keys; p += 4) {
     const uint16_t* k0 = k + p * stride;
+    for (size_t a = p + kKvRowsAhead; a < p + kKvRowsAhead + 4 && a < n_keys; ++a) prefetch_kv_row(k + a * stride, dim);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i < dim; i += 16) {
       const __m512 qv = load_f32(q, i, dim);
@@ -663,22 +676,45 @@ void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys,
   for (; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
 }
 
-// Up to 64 output elements stay in registers while every row is added in.
+// Up to 64 output elements stay in registers while every row is added in; kRegs is a template
+// parameter so the accumulators are registers, not a stack array.
+template <size_t kRegs>
+void weighted_sum_cols(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim,
+                       size_t i0) {
+  __m512 acc[kRegs];
+  for (size_t c = 0; c < kRegs; ++c) acc[c] = _mm512_setzero_ps();
+  const size_t span = std::min<size_t>(dim - i0, 64);
+  for (size_t a = 0; a < kKvRowsAhead && a < n_rows; ++a) prefetch_kv_row(v + a * stride + i0, span);
+  for (size_t p = 0; p < n_rows; ++p) {
+    const __m512 wp = _mm512_set1_ps(w[p]);
+    const uint16_t* row = v + p * stride;
+    if (p + kKvRowsAhead < n_rows) prefetch_kv_row(row + kKvRowsAhead * stride + i0, span);
+    for (size_t c = 0; c < kRegs; ++c) acc[c] = _mm512_fmadd_ps(wp, load_f16(row, i0 + 16 * c, dim), acc[c]);
+  }
+  for (size_t c = 0; c < kRegs; ++c) {
+    const size_t i = i0 + 16 * c;
+    if (i + 16 <= dim)
+      _mm512_storeu_ps(out + i, acc[c]);
+    else
+      _mm512_mask_storeu_ps(out + i, first_floats(dim - i), acc[c]);
+  }
+}
+
 void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim) {
   for (size_t i0 = 0; i0 < dim; i0 += 64) {
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    const size_t regs = dim - i0 >= 64 ? 4 : (dim - i0 + 15) / 16;
-    for (size_t p = 0; p < n_rows; ++p) {
-      const __m512 wp = _mm512_set1_ps(w[p]);
-      const uint16_t* row = v + p * stride;
-      for (size_t c = 0; c < regs; ++c) acc[c] = _mm512_fmadd_ps(wp, load_f16(row, i0 + 16 * c, dim), acc[c]);
-    }
-    for (size_t c = 0; c < regs; ++c) {
-      const size_t i = i0 + 16 * c;
-      if (i + 16 <= dim)
-        _mm512_storeu_ps(out + i, acc[c]);
-      else
-        _mm512_mask_storeu_ps(out + i, first_floats(dim - i), acc[c]);
+    switch (std::min<size_t>((dim - i0 + 15) / 16, 4)) {
+      case 4:
+        weighted_sum_cols<4>(out, w, v, stride, n_rows, dim, i0);
+        break;
+      case 3:
+        weighted_sum_cols<3>(out, w, v, stride, n_rows, dim, i0);
+        break;
+      case 2:
+        weighted_sum_cols<2>(out, w, v, stride, n_rows, dim, i0);
+        break;
+      default:
+        weighted_sum_cols<1>(out, w, v, stride, n_rows, dim, i0);
+        break;
     }
   }
 }

@@ -10,15 +10,6 @@ namespace lmrt {
 namespace {
 
 // Reads kv_row[0, n) of an F16 or F32 arena row as floats into out (context shift).
-void load_kv_row(const uint8_t* row, KvType type, float* out, size_t n) {
-  if (type == KvType::f32) {
-    std::copy_n(reinterpret_cast<const float*>(row), n, out);
-  } else {
-    const auto* h = reinterpret_cast<const uint16_t*>(row);
-    for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(h[i]);
-  }
-}
-
 // Floats of attention scratch per thread: the token-by-token path's scores and row, or the batched
 // kernel's buffers, rounded to whole cache lines so every thread's slice stays 64-byte aligned.
 size_t attention_scratch_floats(uint32_t n_ctx, uint32_t head_dim) {
@@ -122,7 +113,6 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
     // all [0, n_visible) of the arena.
     const uint32_t n_tiles = (n + simd::kAttendQueries - 1) / simd::kAttendQueries;
     const size_t n_tasks = static_cast<size_t>(n_tiles) * hp.n_head;
-    const size_t kv_stride = hp.kv_dim();  // halves from one arena row to the next
     pool.run([&](size_t thread, size_t n_threads) {
       float* scratch = scores_.data() + thread * per_thread;
       uint32_t n_vis[simd::kAttendQueries];
@@ -131,11 +121,10 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
         const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
         const uint32_t n_q = std::min<uint32_t>(simd::kAttendQueries, n - t0);
         for (uint32_t i = 0; i < n_q; ++i) n_vis[i] = batch.n_visible(t0 + i);
-        const size_t off = static_cast<size_t>(h / group) * hd * kv.entry_bytes();
         const size_t row0 = static_cast<size_t>(t0) * hp.n_embd + static_cast<size_t>(h) * hd;
         k_->attend_f16(q_.data() + row0, hp.n_embd, n_q, n_vis,
-                       reinterpret_cast<const uint16_t*>(kv.key(layer, 0) + off),
-                       reinterpret_cast<const uint16_t*>(kv.value(layer, 0) + off), kv_stride, hd, scale, scratch,
+                       reinterpret_cast<const uint16_t*>(kv.key(layer, h / group, 0)),
+                       reinterpret_cast<const uint16_t*>(kv.value(layer, h / group, 0)), hd, hd, scale, scratch,
                        att_out_.data() + row0, hp.n_embd);
       }
     });
@@ -152,38 +141,34 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
       const uint32_t kvh = h / group;
       const uint32_t n_pos = batch.n_visible(t);
       const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
-      const size_t off = static_cast<size_t>(kvh) * hd * kv.entry_bytes();
-      // Without views the visible slots are 0..n_pos-1: consecutive rows, one kernel call.
+      // Without views the visible slots are 0..n_pos-1: one head's consecutive entries, one kernel call.
       const bool consecutive = f16 && batch.views == nullptr;
-      const size_t row_elems = hp.kv_dim();
       if (consecutive) {
-        k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, 0) + off), row_elems, n_pos, hd, scale,
-                       scores);
+        k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)), hd, n_pos, hd, scale, scores);
       } else if (f16) {
         for (uint32_t p = 0; p < n_pos; ++p)
           scores[p] =
-              k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) *
+              k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) *
               scale;
       } else {
         for (uint32_t p = 0; p < n_pos; ++p)
           scores[p] =
-              k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, batch.visible_slot(t, p)) + off), hd) * scale;
+              k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) * scale;
       }
       k_->softmax(scores, n_pos);
       float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
       if (consecutive) {
-        k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, 0) + off), row_elems, n_pos,
-                             hd);
+        k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), hd, n_pos, hd);
         continue;
       }
       std::fill_n(out, hd, 0.0f);
       if (f16) {
         for (uint32_t p = 0; p < n_pos; ++p)
           k_->axpy_f16(out, scores[p],
-                       reinterpret_cast<const uint16_t*>(kv.value(layer, batch.visible_slot(t, p)) + off), hd);
+                       reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, batch.visible_slot(t, p))), hd);
       } else {
         for (uint32_t p = 0; p < n_pos; ++p)
-          k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, batch.visible_slot(t, p)) + off), hd);
+          k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, kvh, batch.visible_slot(t, p))), hd);
       }
     }
   });
@@ -197,8 +182,7 @@ void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint
   float* v = v_cur_.data();
   for (uint32_t l = 0; l < hp.n_layer; ++l) {
     for (uint32_t p = n_keep + n_discard; p < n_past; ++p) {
-      load_kv_row(kv.key(l, p), kv.type(), k, kv_dim);
-      load_kv_row(kv.value(l, p), kv.type(), v, kv_dim);
+      kv.load(l, p, k, v);
       for (uint32_t h = 0; h < hp.n_head_kv; ++h) {
         float* x = k + static_cast<size_t>(h) * hp.head_dim;
         for (uint32_t i = 0; i < half; ++i) {  // rotate by -angle: cos(-a) = cos a, sin(-a) = -sin a

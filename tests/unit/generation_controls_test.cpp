@@ -257,11 +257,10 @@ TEST(GenerationControls, ShiftedKeysEqualKeysComputedAtTheNewPositions) {
   EXPECT_EQ(shifted->tokens(), kept);
   ASSERT_TRUE(fresh->eval(kept.data(), kept.size()).ok());
   const uint32_t kv_dim = model->hparams().kv_dim();
+  std::vector<float> a(kv_dim), b(kv_dim), av(kv_dim), bv(kv_dim);
   for (uint32_t pos = 0; pos < kept.size(); ++pos) {
-    const float* a = reinterpret_cast<const float*>(shifted->kv().key(0, pos));
-    const float* b = reinterpret_cast<const float*>(fresh->kv().key(0, pos));
-    const float* av = reinterpret_cast<const float*>(shifted->kv().value(0, pos));
-    const float* bv = reinterpret_cast<const float*>(fresh->kv().value(0, pos));
+    shifted->kv().load(0, pos, a.data(), av.data());
+    fresh->kv().load(0, pos, b.data(), bv.data());
     for (uint32_t i = 0; i < kv_dim; ++i) {
       ASSERT_NEAR(a[i], b[i], 1e-4f) << "key at position " << pos << " dim " << i;
       ASSERT_EQ(av[i], bv[i]) << "value at position " << pos;
