@@ -64,33 +64,51 @@ size_t LlamaGraph::scratch_bytes() const {
          up_.bytes() + scores_.bytes() + xq_.bytes() + rope_cs_.bytes() + logits_.bytes();
 }
 
-void LlamaGraph::matmul(const WeightView& w, uint32_t n_tok, const float* x, size_t ldx, float* y, size_t ldy,
+void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,
                         ThreadPool& pool) {
-  const size_t n = w.n_cols;
-  const void* xin = x;
-  size_t x_row_bytes = ldx * sizeof(float);
-  if (simd::takes_q8_activations(w.type)) {
-    // Quantize the input rows once; every row of W then reads the same int8 activations. A batch's
-    // rows are split across the pool; one row is not worth a dispatch.
+  const size_t n = targets[0].w->n_cols;  // every target reads the same input rows
+  const simd::BlockQ8Act* xq = nullptr;
+  bool any_q8 = false;
+  for (size_t i = 0; i < count; ++i) any_q8 |= simd::takes_q8_activations(targets[i].w->type);
+  if (any_q8) {
+    // Quantize the input rows once; every row of every W then reads the same int8 activations. A
+    // batch's rows are split across the pool; one row is not worth a dispatch.
     const size_t nb = n / 32;
-    simd::BlockQ8Act* xq = xq_.data();
+    simd::BlockQ8Act* q = xq_.data();
     if (n_tok == 1) {
-      k_->quantize_q8_act(x, xq, n);
+      k_->quantize_q8_act(x, q, n);
     } else {
       pool.parallel_for(n_tok, std::max<size_t>(1, n_tok / (pool.size() * 4)), [&](size_t t0, size_t t1) {
-        for (size_t t = t0; t < t1; ++t) k_->quantize_q8_act(x + t * ldx, xq + t * nb, n);
+        for (size_t t = t0; t < t1; ++t) k_->quantize_q8_act(x + t * ldx, q + t * nb, n);
       });
     }
-    xin = xq;
-    x_row_bytes = nb * sizeof(simd::BlockQ8Act);
+    xq = q;
   }
-  const simd::MatmulFn fn = simd::matmul_for(*k_, w.type);
-  const size_t rows = w.n_rows;
-  const size_t target_chunks = pool.size() * 4;
-  size_t grain = (rows + target_chunks - 1) / target_chunks;
-  grain = std::max<size_t>(16, (grain + 15) / 16 * 16);
-  pool.parallel_for(rows, grain,
-                    [&](size_t r0, size_t r1) { fn(w.data, w.row_bytes, xin, x_row_bytes, n, n_tok, r0, r1, y, ldy); });
+  // Each target's rows are cut into about 4 chunks per thread (whole 16-row groups; one chunk when the
+  // pool has one thread). The chunks of all targets go through one dispatch, so Q, K and V (or gate and
+  // up) cost one pool barrier, not three.
+  constexpr size_t kMaxTargets = 3;
+  size_t grain[kMaxTargets], first_chunk[kMaxTargets + 1] = {0};
+  const size_t target_chunks = pool.size() == 1 ? 1 : pool.size() * 4;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t rows = targets[i].w->n_rows;
+    const size_t g = (rows + target_chunks - 1) / target_chunks;
+    grain[i] = std::max<size_t>(16, (g + 15) / 16 * 16);
+    first_chunk[i + 1] = first_chunk[i] + (rows + grain[i] - 1) / grain[i];
+  }
+  auto run_chunk = [&](size_t c) {
+    size_t i = 0;
+    while (c >= first_chunk[i + 1]) ++i;
+    const MatmulTarget& t = targets[i];
+    const bool q8 = simd::takes_q8_activations(t.w->type);
+    const void* xin = q8 ? static_cast<const void*>(xq) : static_cast<const void*>(x);
+    const size_t x_row_bytes = q8 ? n / 32 * sizeof(simd::BlockQ8Act) : ldx * sizeof(float);
+    const size_t r0 = (c - first_chunk[i]) * grain[i], r1 = std::min(r0 + grain[i], t.w->n_rows);
+    simd::matmul_for(*k_, t.w->type)(t.w->data, t.w->row_bytes, xin, x_row_bytes, n, n_tok, r0, r1, t.y, t.ldy);
+  };
+  pool.parallel_for(first_chunk[count], 1, [&](size_t c0, size_t c1) {
+    for (size_t c = c0; c < c1; ++c) run_chunk(c);
+  });
 }
 
 void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
@@ -212,9 +230,9 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
 
     // Attention block: RMSNorm -> Q, K, V -> RoPE -> KV arena -> attention -> output projection.
     for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.attn_norm, dim, hp.rms_eps);
-    matmul(L.wq, n, xn, dim, q_.data(), dim, pool);
-    matmul(L.wk, n, xn, dim, k_cur_.data(), kv_dim, pool);
-    matmul(L.wv, n, xn, dim, v_cur_.data(), kv_dim, pool);
+    const MatmulTarget qkv[] = {
+        {&L.wq, q_.data(), dim}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
+    matmul(qkv, 3, n, xn, dim, pool);
     for (uint32_t t = 0; t < n; ++t) {
       rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, batch.pos_of(t));
       rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, batch.pos_of(t));
@@ -222,7 +240,8 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
                v_cur_.data() + static_cast<size_t>(t) * kv_dim, k_->to_f16);
     }
     attention(l, batch, kv, pool);
-    matmul(L.wo, n, att_out_.data(), dim, xn, dim, pool);
+    const MatmulTarget wo[] = {{&L.wo, xn, dim}};
+    matmul(wo, 1, n, att_out_.data(), dim, pool);
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
 
     // Feed-forward block: RMSNorm -> SwiGLU -> down projection.
@@ -231,10 +250,11 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     for (uint32_t t0 = 0; t0 < n; t0 += kFfnTokens) {
       const uint32_t nt = std::min(kFfnTokens, n - t0);
       float* rows = xn + static_cast<size_t>(t0) * dim;
-      matmul(L.w_gate, nt, rows, dim, gate_.data(), ff, pool);
-      matmul(L.w_up, nt, rows, dim, up_.data(), ff, pool);
+      const MatmulTarget gate_up[] = {{&L.w_gate, gate_.data(), ff}, {&L.w_up, up_.data(), ff}};
+      matmul(gate_up, 2, nt, rows, dim, pool);
       for (uint32_t t = 0; t < nt; ++t) k_->silu_mul(gate_.data() + t * ff, up_.data() + t * ff, ff);
-      matmul(L.w_down, nt, gate_.data(), ff, rows, dim, pool);
+      const MatmulTarget down[] = {{&L.w_down, rows, dim}};
+      matmul(down, 1, nt, gate_.data(), ff, pool);
     }
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
   }
@@ -244,7 +264,8 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
   const uint32_t count = n - first;
   for (uint32_t t = first; t < n; ++t)
     k_->rmsnorm(xn + (t - first) * dim, x + t * dim, model_.output_norm(), dim, hp.rms_eps);
-  matmul(model_.output(), count, xn, dim, logits_.data(), n_vocab_, pool);
+  const MatmulTarget output[] = {{&model_.output(), logits_.data(), n_vocab_}};
+  matmul(output, 1, count, xn, dim, pool);
 }
 
 }  // namespace lmrt

@@ -89,8 +89,15 @@ class LlamaGraph {
  private:
   LlamaGraph(const LlamaModel& model) : model_(model) {}
 
-  // y[t * ldy + r] = W row r . x row t, for all rows of W, split across the pool.
-  void matmul(const WeightView& w, uint32_t n_tok, const float* x, size_t ldx, float* y, size_t ldy, ThreadPool& pool);
+  // One product of a matmul() call: y[t * ldy + r] = W row r . x row t, for all rows of W.
+  struct MatmulTarget {
+    const WeightView* w;
+    float* y;
+    size_t ldy;
+  };
+  // Runs `count` (1 to 3) products over the same n_tok input rows x (row t at x + t * ldx; every W has
+  // the same n_cols) in one pool dispatch, quantizing x once.
+  void matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx, ThreadPool& pool);
   void rope(float* vec, uint32_t n_heads, uint32_t pos) const;
   void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool);
 
