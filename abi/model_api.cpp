@@ -105,6 +105,7 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
               full.bytes_q8_0 += t.n_bytes;
               break;
             case lmrt::TensorType::q4_0:
+            case lmrt::TensorType::q4_0x16:  // the same blocks, interleaved
               ++full.n_tensors_q4_0;
               full.bytes_q4_0 += t.n_bytes;
               break;

@@ -123,11 +123,13 @@ MatmulFn matmul_for(const Kernels& k, TensorType type) {
       return k.matmul_q8_0;
     case TensorType::q4_0:
       return k.matmul_q4_0;
+    case TensorType::q4_0x16:
+      return k.matmul_q4_0x16;
   }
   return k.matmul_f32;
 }
 
-bool takes_q8_activations(TensorType type) { return type == TensorType::q4_0; }
+bool takes_q8_activations(TensorType type) { return type == TensorType::q4_0 || type == TensorType::q4_0x16; }
 
 // Tables not compiled into this build. Each ISA file defines its own getter.
 #if !defined(LMRT_ARCH_X86)

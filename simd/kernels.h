@@ -41,6 +41,9 @@ struct Kernels {
   MatmulFn matmul_bf16;
   MatmulFn matmul_q8_0;
   MatmulFn matmul_q4_0;
+  // Q4_0x16 (runtime/model/q4_0x16.h): r0, r1 and the matrix's row count are multiples of 16;
+  // w_row_bytes is a standard Q4_0 row's (a group of 16 rows spans 16 of them).
+  MatmulFn matmul_q4_0x16;
 
   // Quantizes n floats (n % 32 == 0) to n / 32 activation blocks (round to nearest, scale =
   // max|x| / 127), bit-identical on every ISA.

@@ -18,6 +18,7 @@
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
+#include "simd/q4_0x16_via_q4_0.h"
 
 namespace lmrt::simd {
 namespace {
@@ -417,6 +418,7 @@ const Kernels kAvx2 = {
     matmul<FloatTiles<BF16Weights>>,
     matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul<QuantTiles<Q4_0Weights>>,
+    matmul_q4_0x16_via_q4_0<matmul<QuantTiles<Q4_0Weights>>>,
     quantize_q8_act,
     Ops::rmsnorm,
     Ops::softmax,

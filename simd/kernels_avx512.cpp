@@ -27,6 +27,7 @@
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
+#include "simd/q4_0x16_via_q4_0.h"
 
 namespace lmrt::simd {
 namespace {
@@ -848,6 +849,7 @@ const Kernels kAvx512 = {
     matmul<FloatTiles<BF16Weights>>,
     matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul_q4_0,
+    matmul_q4_0x16_via_q4_0<matmul_q4_0>,
     quantize_q8_act,
     Ops::rmsnorm,
     Ops::softmax,

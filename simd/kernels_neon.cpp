@@ -26,6 +26,7 @@
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
+#include "simd/q4_0x16_via_q4_0.h"
 
 // For the functions that use SDOT; callers must check HWCAP_ASIMDDP first.
 #define LMRT_TARGET_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
@@ -395,14 +396,16 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
 }
 
 // The two tables differ only in the Q4_0 matmul.
-constexpr Kernels make_table(MatmulFn q4_0) {
+template <MatmulFn kQ4_0>
+constexpr Kernels make_table() {
   return {
       Isa::neon,
       matmul<FloatTiles<F32Weights>>,
       matmul<FloatTiles<F16Weights>>,
       matmul<FloatTiles<BF16Weights>>,
       matmul<FloatTiles<Q8_0FloatWeights>>,
-      q4_0,
+      kQ4_0,
+      matmul_q4_0x16_via_q4_0<kQ4_0>,
       quantize_q8_act,
       Ops::rmsnorm,
       Ops::softmax,
@@ -420,8 +423,8 @@ constexpr Kernels make_table(MatmulFn q4_0) {
   };
 }
 
-const Kernels kNeon = make_table(matmul<Q4_0WideningTiles>);
-const Kernels kNeonDotprod = make_table(matmul<Q4_0SdotTiles>);
+const Kernels kNeon = make_table<matmul<Q4_0WideningTiles>>();
+const Kernels kNeonDotprod = make_table<matmul<Q4_0SdotTiles>>();
 
 }  // namespace
 

@@ -53,6 +53,37 @@ float dot_q4_0_row(const BlockQ4_0* w, const BlockQ8Act* x, size_t nb) {
   return s;
 }
 
+// The reference for Q4_0x16 (runtime/model/q4_0x16.h): the arithmetic of dot_q4_0_row, reading each
+// row's scale and nibbles from its group's interleaved units.
+void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                    size_t r0, size_t r1, float* y, size_t ldy) {
+  constexpr size_t kRows = 16, kUnitBytes = 288;
+  const size_t nb = n / 32;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  for (size_t t = 0; t < n_tok; ++t) {
+    const auto* xt = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(x) + t * x_row_bytes);
+    for (size_t r = r0; r < r1; ++r) {
+      const uint8_t* group = wb + (r / kRows) * kRows * w_row_bytes;
+      const size_t j = r % kRows;
+      float s = 0.0f;
+      for (size_t b = 0; b < nb; ++b) {
+        const uint8_t* unit = group + b * kUnitBytes;
+        int32_t acc = 0;
+        for (size_t c = 0; c < 4; ++c)
+          for (size_t e = 0; e < 4; ++e) {
+            const uint8_t q = unit[32 + 64 * c + 4 * j + e];
+            acc += (static_cast<int32_t>(q & 0x0F) - 8) * xt[b].qs[4 * c + e];
+            acc += (static_cast<int32_t>(q >> 4) - 8) * xt[b].qs[16 + 4 * c + e];
+          }
+        uint16_t d;
+        std::memcpy(&d, unit + 2 * j, 2);
+        s += static_cast<float>(acc) * (fp16_to_f32(d) * xt[b].d);
+      }
+      y[t * ldy + r] = s;
+    }
+  }
+}
+
 // Runs a row-dot function over the [r0, r1) x [0, n_tok) block.
 template <typename W, typename X, float (*Dot)(const W*, const X*, size_t), size_t kElemsPerUnit>
 void matmul_rows(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
@@ -152,6 +183,7 @@ const Kernels kScalar = {
     matmul_rows<uint16_t, float, dot_bf16_row, 1>,
     matmul_rows<BlockQ8_0, float, dot_q8_0_row, 32>,
     matmul_rows<BlockQ4_0, BlockQ8Act, dot_q4_0_row, 32>,
+    matmul_q4_0x16,
     quantize_q8_act,
     rmsnorm,
     softmax,

@@ -194,7 +194,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
 
 void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint32_t n_past) {
   const LlamaHparams& hp = model_.hparams();
-  const uint32_t kv_dim = hp.kv_dim(), half = hp.rope_dim / 2;
+  const uint32_t half = hp.rope_dim / 2;
   const float* cs = rope_cs_.data() + static_cast<size_t>(n_discard) * half * 2;  // angle of n_discard
   float* k = k_cur_.data();  // scratch rows, free between forward passes
   float* v = v_cur_.data();

@@ -29,6 +29,8 @@ void dequantize_row(TensorType type, const uint8_t* row, float* out, size_t n) {
       }
       return;
     }
+    case TensorType::q4_0x16:  // rows are interleaved in groups of 16: never row-addressable (the loader
+      break;                   // refuses it where a row is read alone: embeddings, norms)
     case TensorType::q4_0: {
       for (size_t b = 0; b < n / 32; ++b) {
         BlockQ4_0 blk;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "runtime/model/q4_0x16.h"
 #include "runtime/util/checked_math.h"
 
 namespace lmrt {
@@ -411,13 +412,16 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, const GgufLimits& limit
       return Error(Code::unsupported,
                    name + (known ? " has type " + type_name + " (ggml type " : " has unknown type id ") +
                        std::to_string(type_id) + (known ? ")" : "") +
-                       ", which lmrt does not read (supported: F32, F16, BF16, Q8_0, Q4_0)" + where);
+                       ", which lmrt does not read (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_0x16)" + where);
     }
     const TensorTypeTraits tr = tensor_type_traits(ti.type);
     if (ti.ne[0] % tr.block_size != 0)
       return Error(Code::bad_format, name + ": row length " + std::to_string(ti.ne[0]) + " is not a multiple of " +
                                          tr.name + "'s block size " + std::to_string(tr.block_size) +
                                          " (its blocks would run across rows)" + where);
+    if (ti.type == TensorType::q4_0x16 && (ti.n_dims != 2 || ti.ne[1] % kQ4_0x16Rows != 0))
+      return Error(Code::bad_format, name + ": a Q4_0x16 tensor must be a matrix whose row count is a multiple of " +
+                                         std::to_string(kQ4_0x16Rows) + where);
     if (!checked_mul(n_elements / tr.block_size, tr.block_bytes, &ti.n_bytes))
       return p.fail(name + ": byte size overflows");
     if (ti.offset % g->alignment_ != 0)

@@ -104,6 +104,8 @@ Status LlamaModel::init() {
     return Error(Code::bad_format, "llama.vocab_size " + std::to_string(*vs) + " differs from token_embd.weight's " +
                                        std::to_string(hp_.n_vocab) + " rows");
   LMRT_RETURN_IF_ERROR(weight("token_embd.weight", hp_.n_embd, hp_.n_vocab, &tok_embd_));
+  if (tok_embd_.type == TensorType::q4_0x16)  // embeddings are looked up one row at a time
+    return Error(Code::bad_format, "token_embd.weight is Q4_0x16, but embeddings must be row-addressable");
   LMRT_RETURN_IF_ERROR(norm("output_norm.weight", &output_norm_));
   if (g.find_tensor("output.weight") != nullptr) {
     LMRT_RETURN_IF_ERROR(weight("output.weight", hp_.n_embd, hp_.n_vocab, &output_));

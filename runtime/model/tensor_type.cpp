@@ -9,6 +9,7 @@ bool tensor_type_from_id(uint32_t id, TensorType* out) {
     case 2:
     case 8:
     case 30:
+    case 4098:
       *out = static_cast<TensorType>(id);
       return true;
     default:
@@ -28,6 +29,8 @@ TensorTypeTraits tensor_type_traits(TensorType type) {
       return {"Q4_0", 32, 18};
     case TensorType::q8_0:
       return {"Q8_0", 32, 34};
+    case TensorType::q4_0x16:
+      return {"Q4_0x16", 32, 18};
   }
   return {"?", 1, 1};
 }

@@ -13,6 +13,9 @@ enum class TensorType : uint32_t {
   q4_0 = 2,
   q8_0 = 8,
   bf16 = 30,
+  // lmrt's own: Q4_0 blocks of 16 rows interleaved (runtime/model/q4_0x16.h), written by
+  // `lmrt quantize --interleave`. Outside ggml's id range, so other readers refuse the file.
+  q4_0x16 = 4098,
 };
 
 struct TensorTypeTraits {
