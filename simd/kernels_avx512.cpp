@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "simd/float_ops.h"
@@ -424,6 +425,91 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
 }
 
 // ---- end of Q4_0 prefill ----
+
+// ---- Q4_0x16 (runtime/model/q4_0x16.h) ----
+//
+// One 64-byte load holds 4 nibble bytes of each of 16 rows, one row per 32-bit lane: its low nibbles
+// against the token's activation dword broadcast, its high nibbles against the dword 16 elements on,
+// and the unit's 16 scales are one 32-byte load. No shuffles, no horizontal sums; each group of 16
+// rows is one sequential stream, and S groups from distant parts of the rows are read at once (one
+// stream is far below a core's read bandwidth here).
+
+constexpr size_t kX16Rows = 16, kX16UnitBytes = 288;
+constexpr size_t kX16UnitsAhead = 4;  // prefetch distance, in units of each stream
+
+template <int S>
+void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ8Act* x, float* const (&y)[S]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[S];
+  for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    const BlockQ8Act& xb = x[b];
+    const auto* xd = reinterpret_cast<const uint8_t*>(xb.qs);
+    __m512i sum[S];
+    for (int s = 0; s < S; ++s) {
+      const char* ahead = reinterpret_cast<const char*>(p[s] + (b + kX16UnitsAhead) * kX16UnitBytes);
+      for (size_t o = 0; o < kX16UnitBytes + kLine; o += kLine) _mm_prefetch(ahead + o, _MM_HINT_T0);
+      sum[s] = _mm512_set1_epi32(xb.minus8_sum);  // the -8 offset of every weight, folded in up front
+    }
+    for (size_t c = 0; c < 4; ++c) {
+      int32_t lo_x, hi_x;
+      std::memcpy(&lo_x, xd + 4 * c, 4);
+      std::memcpy(&hi_x, xd + 16 + 4 * c, 4);
+      const __m512i xl = _mm512_set1_epi32(lo_x), xh = _mm512_set1_epi32(hi_x);
+      for (int s = 0; s < S; ++s) {
+        const __m512i q = _mm512_loadu_si512(p[s] + b * kX16UnitBytes + 32 + 64 * c);
+        sum[s] = _mm512_dpbusd_epi32(sum[s], _mm512_and_si512(q, low4), xl);
+        sum[s] = _mm512_dpbusd_epi32(sum[s], _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), xh);
+      }
+    }
+    const __m512 dx = _mm512_set1_ps(xb.d);
+    for (int s = 0; s < S; ++s) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[s] + b * kX16UnitBytes)));
+      acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[s]), _mm512_mul_ps(dw, dx), acc[s]);
+    }
+  }
+  for (int s = 0; s < S; ++s) _mm512_storeu_ps(y[s], acc[s]);
+}
+
+// Groups [g0, g0 + S * per): stream s reads groups g0 + s * per + i, i < per.
+template <int S>
+void q4_0x16_decode_streams(const uint8_t* w, size_t group_bytes, size_t nb, const BlockQ8Act* x, size_t g0, size_t per,
+                            float* y) {
+  for (size_t i = 0; i < per; ++i) {
+    const uint8_t* p[S];
+    float* ys[S];
+    for (int s = 0; s < S; ++s) {
+      const size_t g = g0 + s * per + i;
+      p[s] = w + g * group_bytes;
+      ys[s] = y + g * kX16Rows;
+    }
+    q4_0x16_decode_groups<S>(p, nb, x, ys);
+  }
+}
+
+void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                    size_t r0, size_t r1, float* y, size_t ldy) {
+  if (n_tok != 1) {  // a batch: the Q4_0 GEMM on groups turned back into rows
+    matmul_q4_0x16_via_q4_0<matmul_q4_0>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    return;
+  }
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const BlockQ8Act*>(x);
+  const size_t nb = n / kBlock, group_bytes = kX16Rows * w_row_bytes;
+  size_t g = r0 / kX16Rows;
+  const size_t g1 = r1 / kX16Rows;
+  if (const size_t per = (g1 - g) / 8; per >= 2) {
+    q4_0x16_decode_streams<8>(wb, group_bytes, nb, xb, g, per, y);
+    g += 8 * per;
+  }
+  if (const size_t per = (g1 - g) / 4; per >= 1) {
+    q4_0x16_decode_streams<4>(wb, group_bytes, nb, xb, g, per, y);
+    g += 4 * per;
+  }
+  for (; g < g1; ++g) q4_0x16_decode_streams<1>(wb, group_bytes, nb, xb, g, 1, y);
+}
+
+// ---- end of Q4_0x16 ----
 
 // Float weight rows: 16 elements at a time, widened to f32.
 // Each loader gives 16 weights of a row starting at element k (load_part: the first m of them).
@@ -849,7 +935,7 @@ const Kernels kAvx512 = {
     matmul<FloatTiles<BF16Weights>>,
     matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul_q4_0,
-    matmul_q4_0x16_via_q4_0<matmul_q4_0>,
+    matmul_q4_0x16,
     quantize_q8_act,
     Ops::rmsnorm,
     Ops::softmax,

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/kernels.h"
 
@@ -87,6 +88,7 @@ Matrix random_matrix(TensorType type, size_t rows, size_t n, size_t pad, uint32_
           std::memcpy(row + 2 * i, &b, 2);
         }
         break;
+      case TensorType::q4_0x16:  // made from Q4_0 rows by check_q4_0x16
       case TensorType::q4_0:
         for (size_t b = 0; b < n / 32; ++b) {
           BlockQ4_0 blk;
@@ -181,6 +183,45 @@ void check_matmul(const Kernels& k, TensorType type, const MatmulShape& s, uint3
   }
 }
 
+// Q4_0x16: the same random Q4_0 rows interleaved; `k`'s Q4_0x16 kernel against the scalar Q4_0 kernel
+// on the standard rows (the same integer block sums, so the matmul tolerance holds; bit-exact when
+// `exact`), over row groups [r0, r1) (multiples of 16), rows outside untouched.
+void check_q4_0x16(const Kernels& k, size_t n, size_t n_tok, size_t r0, size_t r1, uint32_t seed, bool exact = false) {
+  SCOPED_TRACE("Q4_0x16 n=" + std::to_string(n) + " n_tok=" + std::to_string(n_tok) + " rows=[" + std::to_string(r0) +
+               "," + std::to_string(r1) + ")");
+  const size_t rows = r1 + 32, ldy = rows + 5;
+  const Matrix w = random_matrix(TensorType::q4_0, rows, n, 0, seed);
+  std::vector<uint8_t> x16(w.bytes.size());
+  interleave_q4_0(w.bytes.data(), rows, n, x16.data());
+  const Activations x = random_activations(TensorType::q4_0x16, n_tok, n, seed * 7 + 1);
+  const float sentinel = -12345.0f;
+  std::vector<float> y_ref(n_tok * ldy, sentinel), y(n_tok * ldy, sentinel);
+  ref().matmul_q4_0(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, n, n_tok, r0, r1, y_ref.data(), ldy);
+  k.matmul_q4_0x16(x16.data(), w.row_bytes, x.bytes.data(), x.row_bytes, n, n_tok, r0, r1, y.data(), ldy);
+  for (size_t t = 0; t < n_tok; ++t) {
+    for (size_t r = 0; r < ldy; ++r) {
+      const size_t at = t * ldy + r;
+      if (r < r0 || r >= r1) {
+        ASSERT_EQ(y[at], sentinel) << "wrote outside the row range at t=" << t << " r=" << r;
+        continue;
+      }
+      if (exact) {
+        ASSERT_EQ(y[at], y_ref[at]) << "t=" << t << " r=" << r;
+        continue;
+      }
+      double mag = 0.0;
+      for (size_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(w.values[r * n + i]) * x.values[t * n + i]);
+      ASSERT_NEAR(y[at], y_ref[at], kMatmulTol * mag + 1e-30) << "t=" << t << " r=" << r;
+    }
+  }
+}
+
+// The scalar Q4_0x16 kernel does the scalar Q4_0 kernel's arithmetic in the same order: bit-exact.
+TEST(SimdKernelsScalar, Q4_0x16IsQ4_0Interleaved) {
+  check_q4_0x16(ref(), 64, 1, 0, 16, 1, true);
+  check_q4_0x16(ref(), 32 * 70, 3, 16, 64, 2, true);
+}
+
 class SimdKernels : public testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
@@ -254,6 +295,22 @@ TEST_P(SimdKernels, DecodeMatmulsOverManyRowStreams) {
   check_matmul(k(), TensorType::q4_0, {16416, 1, 0, 70}, 15);
   check_matmul(k(), TensorType::q8_0, {256, 1, 1, 131}, 13);
   check_matmul(k(), TensorType::f16, {172, 1, 2, 129}, 14);
+}
+
+// Decode (one token: 8, 4 and single-group streams over the row range) and batches (through the Q4_0
+// GEMM, K in slabs of 64 blocks with a partial last slab, tokens in passes of 64).
+TEST_P(SimdKernels, Q4_0x16MatchesQ4_0) {
+  uint32_t seed = 900;
+  for (size_t n : {32u, 768u, 32u * 65, 5632u}) {
+    check_q4_0x16(k(), n, 1, 0, 16, seed++);
+    check_q4_0x16(k(), n, 1, 32, 32 + 16 * 21, seed++);  // 21 groups: 8 x 2, then 4 x 1, then one
+    check_q4_0x16(k(), n, 3, 16, 80, seed++);
+    if (HasFatalFailure()) return;
+  }
+  check_q4_0x16(k(), 32 * 3, 1, 0, 16 * 40, seed++);
+  check_q4_0x16(k(), 32 * 3, 70, 16, 48, seed++);
+  check_q4_0x16(k(), 32 * 130, 13, 0, 32, seed++);
+  check_q4_0x16(k(), 64, 5, 16, 16, seed++);  // empty range
 }
 
 // Y = W^T through X = identity: every finite F16 / BF16 value must widen exactly as fp16.h does.
