@@ -28,7 +28,6 @@
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
-#include "simd/q4_0x16_via_q4_0.h"
 
 namespace lmrt::simd {
 namespace {
@@ -371,6 +370,25 @@ void prefetch_slab(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nb
   }
 }
 
+// Repacks blocks [b0, b0 + nbs) of a Q4_0x16 group (runtime/model/q4_0x16.h) into s: each 64-byte line
+// of a unit already holds raw dword c of the 16 rows, one per lane, so this is only the nibble split.
+void repack_q4_0x16(const uint8_t* group, size_t b0, size_t nbs, PackedSlab& s) {
+  constexpr size_t kUnitBytes = 288;
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  for (size_t b = 0; b < nbs; ++b) {
+    const uint8_t* unit = group + (b0 + b) * kUnitBytes;
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m512i q = _mm512_loadu_si512(unit + 32 + 64 * c);
+      _mm512_store_si512(&s.q[b][c], _mm512_and_si512(q, nib));
+      _mm512_store_si512(&s.q[b][4 + c], _mm512_and_si512(_mm512_srli_epi32(q, 4), nib));
+    }
+    _mm512_store_ps(&s.d[b], _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit))));
+  }
+}
+
+// kX16: the weights are Q4_0x16 (r0, r1 multiples of 16), else standard Q4_0 rows.
+template <bool kX16>
 void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1) {
   const size_t nb = a.n / kBlock;
   // Equal token tiles of at most kPrefillToks (13 tokens run as 7 + 6, not 12 + 1).
@@ -381,16 +399,24 @@ void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1
     const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
     const __mmask16 row_mask = static_cast<__mmask16>((1u << n_rows) - 1);
     const uint8_t* rows[kPackRows];
-    group_rows(a, r, r1, rows);
+    const uint8_t* group = a.w + r * a.w_row_bytes;  // Q4_0x16: the group's units, consecutive
+    if constexpr (!kX16) group_rows(a, r, r1, rows);
     for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
       const size_t nbs = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
-      repack_q4_0(rows, b0, nbs, slab);
-      if (b0 + nbs < nb) {
-        prefetch_slab(rows, b0 + nbs, nb - b0 - nbs < kSlabBlocks ? nb - b0 - nbs : kSlabBlocks);
-      } else if (r + kPackRows < r1) {
-        const uint8_t* next[kPackRows];
-        group_rows(a, r + kPackRows, r1, next);
-        prefetch_slab(next, 0, nb < kSlabBlocks ? nb : kSlabBlocks);
+      if constexpr (kX16) {
+        repack_q4_0x16(group, b0, nbs, slab);
+        // The next slab (of this group or the next) follows in memory: one span into L2.
+        const char* next = reinterpret_cast<const char*>(group + (b0 + nbs) * kPackRows * kQ4Bytes);
+        for (size_t o = 0; o < kSlabBlocks * kPackRows * kQ4Bytes; o += kLine) _mm_prefetch(next + o, _MM_HINT_T1);
+      } else {
+        repack_q4_0(rows, b0, nbs, slab);
+        if (b0 + nbs < nb) {
+          prefetch_slab(rows, b0 + nbs, nb - b0 - nbs < kSlabBlocks ? nb - b0 - nbs : kSlabBlocks);
+        } else if (r + kPackRows < r1) {
+          const uint8_t* next[kPackRows];
+          group_rows(a, r + kPackRows, r1, next);
+          prefetch_slab(next, 0, nb < kSlabBlocks ? nb : kSlabBlocks);
+        }
       }
       for (size_t t = 0; t < n_tok; t += tile_toks) {
         const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
@@ -421,7 +447,7 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
   }
   const MatmulArgs a{
       static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
-  matmul_q4_0_prefill(a, n_tok, r0, r1);
+  matmul_q4_0_prefill<false>(a, n_tok, r0, r1);
 }
 
 // ---- end of Q4_0 prefill ----
@@ -489,8 +515,10 @@ void q4_0x16_decode_streams(const uint8_t* w, size_t group_bytes, size_t nb, con
 
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
-  if (n_tok != 1) {  // a batch: the Q4_0 GEMM on groups turned back into rows
-    matmul_q4_0x16_via_q4_0<matmul_q4_0>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  if (n_tok != 1) {  // a batch: the Q4_0 GEMM, its slabs unpacked straight from the groups
+    const MatmulArgs a{
+        static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
+    matmul_q4_0_prefill<true>(a, n_tok, r0, r1);
     return;
   }
   const auto* wb = static_cast<const uint8_t*>(w);
