@@ -34,6 +34,9 @@ fi
 for m in $models; do
   f=$models_dir/$m-q4_0.gguf
   [[ -f $f ]] || "$lmrt" bench --synthetic "$m" -o "$f" --tokenizer "$shared/models/llama2-tokenizer.bin"
+  # The same weights in lmrt's interleaved layout (lmrt only: llama.cpp cannot read it).
+  x16=$models_dir/$m-q4_0x16.gguf
+  [[ -f $x16 && $x16 -nt $f ]] || "$lmrt" quantize --interleave -m "$f" -o "$x16" >&2
 done
 
 : > "$out"
@@ -55,6 +58,8 @@ for r in $(seq 1 "$rounds"); do
         echo "round $r/$rounds: $m threads=$t P=$p" >&2
         "$lmrt" bench -m "$f" -t "$t" -p "$p" -n "$gen" --reps 1 --json |
           jq -c --arg m "$m" '{kind:"lmrt", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.peak_rss_mib, file_mib, kv_mib}' >> "$out"
+        "$lmrt" bench -m "$models_dir/$m-q4_0x16.gguf" -t "$t" -p "$p" -n "$gen" --reps 1 --json |
+          jq -c --arg m "$m" '{kind:"lmrt_x16", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.peak_rss_mib, file_mib, kv_mib}' >> "$out"
         "$peer" "$f" "$t" "$p" "$gen" --reps 1 --json 2>/dev/null | sed -n -e "s/^RESULT //" -e "/^{/p" |
           jq -c --arg m "$m" '{kind:"llamacpp", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.rss_mib}' >> "$out"
       done

@@ -8,6 +8,9 @@ read per decoded token / read bandwidth with that many threads (tests/bench/read
 access pattern, measured in the same run). Bytes read per token = every 2-D weight once (the embedding
 table: one row) + the F16 KV rows of every layer at the mean context length of the timed decode
 (P + G / 2). Peak RSS budget = file + KV arena + 64 MiB.
+
+A second table gives lmrt on the same weights rewritten by `lmrt quantize --interleave` (Q4_0x16, the
+same bytes per token), against llama.cpp on the standard file.
 """
 import json
 import statistics
@@ -22,20 +25,37 @@ for r in rows:
 shape = {r["model"]: r for r in rows if r["kind"] == "shape"}
 for t, v in sorted(bw.items()):
     print(f"read bandwidth, {t} thread(s): median {med(v):.1f} GB/s over {len(v)} samples {sorted(v)}")
-print()
-print("| model | threads | P | prefill lmrt | prefill llama.cpp | ratio | decode lmrt | decode llama.cpp | ratio "
-      "| roofline lmrt | roofline llama.cpp | peak RSS lmrt MiB (budget) | RSS llama.cpp MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 keys = sorted({(r["model"], r["threads"], r["P"]) for r in rows if r["kind"] in ("lmrt", "llamacpp")})
-for k in keys:
-    def sel(kind, f):
-        return [r[f] for r in rows if r["kind"] == kind and (r["model"], r["threads"], r["P"]) == k and r.get(f) is not None]
-    lp, cp, ld, cd = med(sel("lmrt", "prefill")), med(sel("llamacpp", "prefill")), med(sel("lmrt", "decode")), med(sel("llamacpp", "decode"))
-    s = shape[k[0]]
-    bytes_per_token = s["bytes_per_token"] + s.get("kv_bytes_per_position", 0) * (k[2] + s.get("gen", 128) / 2)
-    b = med(bw[k[1]]) * 1e9
-    roof = lambda d: d * bytes_per_token / b
-    lr = [r for r in rows if r["kind"] == "lmrt" and (r["model"], r["threads"], r["P"]) == k]
-    budget = lr[0]["file_mib"] + lr[0]["kv_mib"] + 64
-    print(f"| {k[0]} | {k[1]} | {k[2]} | {lp:.1f} | {cp:.1f} | {lp/cp:.2f} | {ld:.1f} | {cd:.1f} | {ld/cd:.2f} | "
-          f"{roof(ld):.0%} | {roof(cd):.0%} | {max(sel('lmrt', 'rss')):.0f} ({budget:.0f}) | {max(sel('llamacpp', 'rss')):.0f} |")
+
+
+def table(kind, title):
+    """One row per (model, threads, P): lmrt rows of `kind` against llama.cpp on the standard file."""
+    if not any(r["kind"] == kind for r in rows):
+        return
+    print()
+    print(title)
+    print()
+    print("| model | threads | P | prefill lmrt | prefill llama.cpp | ratio | decode lmrt | decode llama.cpp | ratio "
+          "| roofline lmrt | roofline llama.cpp | peak RSS lmrt MiB (budget) | RSS llama.cpp MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for k in keys:
+        def sel(which, f):
+            return [r[f] for r in rows
+                    if r["kind"] == which and (r["model"], r["threads"], r["P"]) == k and r.get(f) is not None]
+        if not sel(kind, "decode"):
+            continue
+        lp, cp = med(sel(kind, "prefill")), med(sel("llamacpp", "prefill"))
+        ld, cd = med(sel(kind, "decode")), med(sel("llamacpp", "decode"))
+        s = shape[k[0]]
+        bytes_per_token = s["bytes_per_token"] + s.get("kv_bytes_per_position", 0) * (k[2] + s.get("gen", 128) / 2)
+        b = med(bw[k[1]]) * 1e9
+        roof = lambda d: d * bytes_per_token / b
+        lr = [r for r in rows if r["kind"] == kind and (r["model"], r["threads"], r["P"]) == k]
+        budget = lr[0]["file_mib"] + lr[0]["kv_mib"] + 64
+        print(f"| {k[0]} | {k[1]} | {k[2]} | {lp:.1f} | {cp:.1f} | {lp/cp:.2f} | {ld:.1f} | {cd:.1f} | {ld/cd:.2f} | "
+              f"{roof(ld):.0%} | {roof(cd):.0%} | {max(sel(kind, 'rss')):.0f} ({budget:.0f}) | "
+              f"{max(sel('llamacpp', 'rss')):.0f} |")
+
+
+table("lmrt", "lmrt and llama.cpp on the same standard Q4_0 file:")
+table("lmrt_x16", "lmrt on the file rewritten by `lmrt quantize --interleave` (Q4_0x16), llama.cpp on the standard file:")
