@@ -22,6 +22,8 @@ void usage(FILE* out) {
       "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
       "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
       "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
+      "  quantize  --interleave -m MODEL -o FILE                              rewrite Q4_0 matrices as\n"
+      "            lmrt's interleaved Q4_0x16 (AVX-512 decode reads it faster; llama.cpp cannot read the result)\n"
       "  serve     -m MODEL [--port 8080] [--parallel N] ...                 OpenAI-compatible HTTP server\n"
       "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
       lmrt_version_string(), lmrt_abi_version());
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   if (cmd == "cache") return cmd_cache(argc, argv);
   if (cmd == "plugins") return cmd_plugins(argc, argv);
   if (cmd == "bench") return cmd_bench(argc, argv);
+  if (cmd == "quantize") return cmd_quantize(argc, argv);
   if (cmd == "serve") return cmd_serve(argc, argv);
   if (cmd == "version" || cmd == "--version") {
     std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string_view>
 
 namespace lmrt {
 
@@ -16,7 +17,7 @@ void put(std::string& out, T v) {
   out.append(b, sizeof(T));
 }
 
-void put_str(std::string& out, const std::string& s) {
+void put_str(std::string& out, std::string_view s) {
   put<uint64_t>(out, s.size());
   out += s;
 }
@@ -29,12 +30,81 @@ Status io_error(const std::string& what, const std::string& path) {
   return Error(Code::io, what + " " + path + ": " + std::strerror(errno));
 }
 
+// Removes the temporary file unless the write got as far as renaming it.
+struct TempFileRemover {
+  std::string path;
+  bool armed = true;
+  ~TempFileRemover() {
+    if (armed) std::remove(path.c_str());
+  }
+};
+
 }  // namespace
 
 void GgufWriter::put_key(const std::string& key, GgufValueType type) {
   put_str(kv_, key);
   put<uint32_t>(kv_, static_cast<uint32_t>(type));
   ++n_kv_;
+}
+
+// Encodes `v` as a value of `type`: an array's items are written in the array's element type.
+void GgufWriter::put_value(const GgufValue& v, GgufValueType type) {
+  switch (type) {
+    case GgufValueType::u8:
+      put<uint8_t>(kv_, static_cast<uint8_t>(v.u));
+      return;
+    case GgufValueType::i8:
+      put<int8_t>(kv_, static_cast<int8_t>(v.i));
+      return;
+    case GgufValueType::u16:
+      put<uint16_t>(kv_, static_cast<uint16_t>(v.u));
+      return;
+    case GgufValueType::i16:
+      put<int16_t>(kv_, static_cast<int16_t>(v.i));
+      return;
+    case GgufValueType::u32:
+      put<uint32_t>(kv_, static_cast<uint32_t>(v.u));
+      return;
+    case GgufValueType::i32:
+      put<int32_t>(kv_, static_cast<int32_t>(v.i));
+      return;
+    case GgufValueType::f32:
+      put<float>(kv_, static_cast<float>(v.f));  // exact: the reader widened a float
+      return;
+    case GgufValueType::boolean:
+      put<uint8_t>(kv_, v.u != 0 ? 1 : 0);
+      return;
+    case GgufValueType::string:
+      put_str(kv_, v.str);
+      return;
+    case GgufValueType::array:
+      put<uint32_t>(kv_, static_cast<uint32_t>(v.elem_type));
+      put<uint64_t>(kv_, v.items.size());
+      for (const GgufValue& item : v.items) put_value(item, v.elem_type);
+      return;
+    case GgufValueType::u64:
+      put<uint64_t>(kv_, v.u);
+      return;
+    case GgufValueType::i64:
+      put<int64_t>(kv_, v.i);
+      return;
+    case GgufValueType::f64:
+      put<double>(kv_, v.f);
+      return;
+  }
+}
+
+void GgufWriter::add_value(const std::string& key, const GgufValue& value) {
+  put_key(key, value.type);
+  put_value(value, value.type);
+}
+
+Status GgufWriter::set_alignment(uint64_t alignment) {
+  if (alignment < 8 || alignment > 65536 || (alignment & (alignment - 1)) != 0)
+    return Error(Code::invalid_argument,
+                 "alignment " + std::to_string(alignment) + " is not a power of two from 8 to 65536");
+  alignment_ = alignment;
+  return Status::Ok();
 }
 
 void GgufWriter::add_string(const std::string& key, const std::string& value) {
@@ -105,16 +175,17 @@ Status GgufWriter::write(const std::string& path, const FillFn& fill) const {
     for (uint64_t d : t.ne) put<uint64_t>(head, d);
     put<uint32_t>(head, static_cast<uint32_t>(t.type));
     put<uint64_t>(head, offset);
-    offset += (t.bytes + kAlignment - 1) / kAlignment * kAlignment;
+    offset += (t.bytes + alignment_ - 1) / alignment_ * alignment_;
   }
-  head.append((kAlignment - head.size() % kAlignment) % kAlignment, '\0');
+  head.append((alignment_ - head.size() % alignment_) % alignment_, '\0');
 
   const std::string tmp = path + ".tmp";
+  TempFileRemover remover{tmp};  // declared before the FILE so it runs after fclose
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
   if (!f) return io_error("cannot create", tmp);
   if (std::fwrite(head.data(), 1, head.size(), f.get()) != head.size()) return io_error("cannot write", tmp);
   std::vector<uint8_t> buf;
-  static const char kZeros[kAlignment] = {};
+  const std::vector<char> zeros(alignment_, 0);
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const uint64_t bytes = tensors_[i].bytes;
     try {
@@ -124,11 +195,12 @@ Status GgufWriter::write(const std::string& path, const FillFn& fill) const {
     }
     LMRT_RETURN_IF_ERROR(fill(i, buf.data(), bytes));
     if (std::fwrite(buf.data(), 1, bytes, f.get()) != bytes) return io_error("cannot write", tmp);
-    const size_t pad = (kAlignment - bytes % kAlignment) % kAlignment;
-    if (std::fwrite(kZeros, 1, pad, f.get()) != pad) return io_error("cannot write", tmp);
+    const size_t pad = (alignment_ - bytes % alignment_) % alignment_;
+    if (std::fwrite(zeros.data(), 1, pad, f.get()) != pad) return io_error("cannot write", tmp);
   }
   if (std::fclose(f.release()) != 0) return io_error("cannot close", tmp);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return io_error("cannot rename to", path);
+  remover.armed = false;
   return Status::Ok();
 }
 

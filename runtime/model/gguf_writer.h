@@ -1,6 +1,7 @@
 // GGUF v3 writer: collects metadata and tensor declarations, then writes the header, the tensor
 // table and each tensor's data (produced on demand, one tensor at a time, so a large model never has
-// to sit in memory whole). Data offsets are aligned to general.alignment (32).
+// to sit in memory whole). Data offsets are aligned to alignment() (32 unless set_alignment says
+// otherwise; a file that declares general.alignment must set the same value here).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,13 @@ class GgufWriter {
   void add_string_array(const std::string& key, const std::vector<std::string>& values);
   void add_f32_array(const std::string& key, const std::vector<float>& values);
   void add_i32_array(const std::string& key, const std::vector<int32_t>& values);
+  // Any value as GgufFile reads it, arrays (and arrays of arrays) included, encoded in its own type.
+  void add_value(const std::string& key, const GgufValue& value);
+
+  // Alignment of the data section and of every tensor's data. Errors: invalid_argument unless a
+  // power of two from 8 to 65536 (what the reader accepts).
+  Status set_alignment(uint64_t alignment);
+  uint64_t alignment() const { return alignment_; }
 
   // Declares a tensor of shape ne (ne[0] contiguous, a multiple of the type's block size).
   // Errors: invalid_argument (empty shape, more than 4 dims, row not whole blocks).
@@ -37,8 +45,8 @@ class GgufWriter {
   // Fills `data` (tensor_bytes(index) bytes) with tensor `index`'s contents.
   using FillFn = std::function<Status(size_t index, uint8_t* data, uint64_t bytes)>;
 
-  // Writes the file (through a temporary name, renamed on success). Errors: io, whatever fill
-  // returns, out_of_memory.
+  // Writes the file (through `path`.tmp, renamed on success and removed on failure). Errors: io,
+  // whatever fill returns, out_of_memory.
   Status write(const std::string& path, const FillFn& fill) const;
 
  private:
@@ -49,9 +57,11 @@ class GgufWriter {
     uint64_t bytes;
   };
   void put_key(const std::string& key, GgufValueType type);
+  void put_value(const GgufValue& value, GgufValueType type);
 
   std::string kv_;  // serialized key/value pairs
   uint64_t n_kv_ = 0;
+  uint64_t alignment_ = kAlignment;
   std::vector<Tensor> tensors_;
 };
 

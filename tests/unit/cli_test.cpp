@@ -153,4 +153,47 @@ TEST(Cli, ErrorsGoToStderrWithNonZeroExit) {
   EXPECT_EQ(unknown.exit_code, 2);
 }
 
+// A synthetic Q4_0 model written by `bench --synthetic`, interleaved by `quantize`, then run.
+TEST(Cli, QuantizeInterleaveWritesAModelThatRuns) {
+  const std::string q4 = lmrt::test::write_temp_file("cli-q4_0.gguf", "");
+  const std::string x16 = lmrt::test::write_temp_file("cli-q4_0x16.gguf", "");
+  CliRun synth = run_cli(
+      "bench --synthetic custom --dim 64 --layers 2 --heads 4 --ffn 96 --vocab 320 --ctx 64 "
+      "--tokenizer " +
+      model("llama2-tokenizer.bin") + " -o '" + q4 + "'");
+  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  CliRun q = run_cli("quantize --interleave -m '" + q4 + "' -o '" + x16 + "'");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  // 7 matrices per layer and the 320-row output; token_embd and the 5 norms are copied.
+  EXPECT_NE(q.out.find("15 Q4_0 matrices interleaved as Q4_0x16"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("6 tensors copied"), std::string::npos) << q.out;
+  CliRun run = run_cli("run -m '" + x16 + "' -p 'Once' -n 4 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\"completion_tokens\":4"), std::string::npos) << run.out;
+
+  CliRun again = run_cli("quantize --interleave -m '" + x16 + "' -o '" + q4 + ".again'");
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("already interleaved"), std::string::npos) << again.err;
+  std::remove(q4.c_str());
+  std::remove(x16.c_str());
+}
+
+TEST(Cli, QuantizeErrors) {
+  CliRun no_flag = run_cli("quantize -m " + model("stories260K.gguf") + " -o /tmp/never.gguf");
+  EXPECT_EQ(no_flag.exit_code, 2);
+  EXPECT_NE(no_flag.err.find("--interleave"), std::string::npos) << no_flag.err;
+  CliRun no_out = run_cli("quantize --interleave -m " + model("stories260K.gguf"));
+  EXPECT_EQ(no_out.exit_code, 2);
+  EXPECT_NE(no_out.err.find("-o FILE"), std::string::npos) << no_out.err;
+  const std::string out = lmrt::test::write_temp_file("cli-f32-x16.gguf", "");
+  std::remove(out.c_str());
+  CliRun f32 = run_cli("quantize --interleave -m " + model("stories260K.gguf") + " -o '" + out + "'");
+  EXPECT_EQ(f32.exit_code, 1);
+  EXPECT_NE(f32.err.find("no Q4_0 matrices to interleave"), std::string::npos) << f32.err;
+  EXPECT_TRUE(f32.out.empty());
+  CliRun missing = run_cli("quantize --interleave -m /nonexistent.gguf -o '" + out + "'");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent.gguf"), std::string::npos) << missing.err;
+}
+
 }  // namespace
