@@ -1,20 +1,27 @@
 // Generating a token after the first performs no heap allocation: Context::eval on one token,
-// through the graph, kernels, KV arena and thread pool, with one and two threads.
+// through the graph, kernels, KV arena and thread pool, with one and two threads, on the F32
+// stories260K and on a small synthetic Q4_0 model, standard and interleaved (Q4_0x16).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "alloc_counter.h"
 #include "runtime/generate/context.h"
+#include "runtime/model/interleave_file.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/model/synthetic_model.h"
 #include "test_support.h"
 
 namespace lmrt {
 namespace {
 
-TEST(DecodeAlloc, TokensAfterTheFirstAllocateNothing) {
+void expect_decode_allocates_nothing(const std::string& path) {
+  SCOPED_TRACE(path);
   std::unique_ptr<GgufFile> g;
-  ASSERT_TRUE(GgufFile::open(test::model_path("stories260K.gguf"), true, &g).ok());
+  ASSERT_TRUE(GgufFile::open(path, true, &g).ok());
   std::unique_ptr<LlamaModel> m;
   ASSERT_TRUE(LlamaModel::load(std::move(g), &m).ok());
   for (uint32_t threads : {1u, 2u}) {
@@ -41,6 +48,35 @@ TEST(DecodeAlloc, TokensAfterTheFirstAllocateNothing) {
       EXPECT_EQ(ctx->n_past(), 21u);
     }
   }
+}
+
+TEST(DecodeAlloc, TokensAfterTheFirstAllocateNothing) {
+  expect_decode_allocates_nothing(test::model_path("stories260K.gguf"));
+}
+
+TEST(DecodeAlloc, Q4_0AndQ4_0x16TokensAllocateNothing) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string base =
+      std::string(tmp != nullptr ? tmp : "/tmp") + "/lmrt-decode-alloc-" + std::to_string(getpid());
+  SyntheticShape shape;
+  shape.dim = 128;
+  shape.layers = 2;
+  shape.heads = 4;
+  shape.kv_heads = 2;
+  shape.ffn = 256;
+  shape.vocab = 320;
+  shape.ctx = 64;
+  SyntheticOptions o;
+  o.seed = 3;
+  o.tokenizer_path = test::model_path("llama2-tokenizer.bin");
+  const Status w = write_synthetic_model(base + "-q4_0.gguf", shape, o);
+  ASSERT_TRUE(w.ok()) << w.message();
+  const Status x = interleave_model_file(base + "-q4_0.gguf", base + "-q4_0x16.gguf", nullptr);
+  ASSERT_TRUE(x.ok()) << x.message();
+  expect_decode_allocates_nothing(base + "-q4_0.gguf");
+  expect_decode_allocates_nothing(base + "-q4_0x16.gguf");
+  std::remove((base + "-q4_0.gguf").c_str());
+  std::remove((base + "-q4_0x16.gguf").c_str());
 }
 
 }  // namespace
