@@ -762,56 +762,92 @@ __m512 load_f32(const float* p, size_t i, size_t dim) {
   return i + 16 <= dim ? _mm512_loadu_ps(p + i) : _mm512_maskz_loadu_ps(first_floats(dim - i), p + i);
 }
 
-// One head's KV entries are consecutive in the arena, but each decode call streams only a few KiB
-// to a few hundred KiB of them: prefetching a few rows ahead covers the start of every such stream,
-// before the hardware prefetcher has caught on (a few per cent of decode at P = 512).
-constexpr size_t kKvRowsAhead = 16;
+// One head's KV entries are consecutive in the arena, so a decode call reads one sequential stream of
+// keys (then values); one stream leaves a core at about 60 % of its read bandwidth here (a single read
+// stream gets ~12 GB/s, several ~20). Both kernels therefore read the rows as kKvStreams interleaved
+// streams, each over its own stretch of the positions, and prefetch each a few rows ahead.
+constexpr size_t kKvStreams = 4;
+constexpr size_t kKvRowsAhead = 16;  // per stream
+constexpr size_t kMinKvStreamRows = 16;
 
 void prefetch_kv_row(const uint16_t* row, size_t dim) {
   const char* p = reinterpret_cast<const char*>(row);
   for (size_t o = 0; o < dim * 2; o += kLine) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
+// Rows per stream when the n rows are read as kKvStreams streams (0: too few rows, read in order).
+size_t kv_stream_rows(size_t n) { return n / kKvStreams >= kMinKvStreamRows ? n / kKvStreams : 0; }
+
 void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
-  size_t p = 0;
-  for (size_t a = 0; a < kKvRowsAhead && a < n_keys; ++a) prefetch_kv_row(k + a * stride, dim);
+  const size_t per = kv_stream_rows(n_keys);
+  const __m128 sc = _mm_set1_ps(scale);
+  // Iteration i scores rows i, i + per, i + 2 per, i + 3 per.
+  for (size_t i = 0; i < per; ++i) {
+    const uint16_t* k0 = k + i * stride;
+    const size_t s = per * stride;
+    if (i + kKvRowsAhead < per)
+      for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(k0 + j * s + kKvRowsAhead * stride, dim);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t d = 0; d < dim; d += 16) {
+      const __m512 qv = load_f32(q, d, dim);
+      a0 = _mm512_fmadd_ps(qv, load_f16(k0, d, dim), a0);
+      a1 = _mm512_fmadd_ps(qv, load_f16(k0 + s, d, dim), a1);
+      a2 = _mm512_fmadd_ps(qv, load_f16(k0 + 2 * s, d, dim), a2);
+      a3 = _mm512_fmadd_ps(qv, load_f16(k0 + 3 * s, d, dim), a3);
+    }
+    alignas(16) float r[4];
+    _mm_store_ps(r, _mm_mul_ps(reduce4(a0, a1, a2, a3), sc));
+    for (size_t j = 0; j < kKvStreams; ++j) out[i + j * per] = r[j];
+  }
+  size_t p = kKvStreams * per;
   for (; p + 4 <= n_keys; p += 4) {
     const uint16_t* k0 = k + p * stride;
-    for (size_t a = p + kKvRowsAhead; a < p + kKvRowsAhead + 4 && a < n_keys; ++a) prefetch_kv_row(k + a * stride, dim);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i < dim; i += 16) {
-      const __m512 qv = load_f32(q, i, dim);
-      a0 = _mm512_fmadd_ps(qv, load_f16(k0, i, dim), a0);
-      a1 = _mm512_fmadd_ps(qv, load_f16(k0 + stride, i, dim), a1);
-      a2 = _mm512_fmadd_ps(qv, load_f16(k0 + 2 * stride, i, dim), a2);
-      a3 = _mm512_fmadd_ps(qv, load_f16(k0 + 3 * stride, i, dim), a3);
+    for (size_t d = 0; d < dim; d += 16) {
+      const __m512 qv = load_f32(q, d, dim);
+      a0 = _mm512_fmadd_ps(qv, load_f16(k0, d, dim), a0);
+      a1 = _mm512_fmadd_ps(qv, load_f16(k0 + stride, d, dim), a1);
+      a2 = _mm512_fmadd_ps(qv, load_f16(k0 + 2 * stride, d, dim), a2);
+      a3 = _mm512_fmadd_ps(qv, load_f16(k0 + 3 * stride, d, dim), a3);
     }
-    _mm_storeu_ps(out + p, _mm_mul_ps(reduce4(a0, a1, a2, a3), _mm_set1_ps(scale)));
+    _mm_storeu_ps(out + p, _mm_mul_ps(reduce4(a0, a1, a2, a3), sc));
   }
   for (; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
 }
 
-// Up to 64 output elements stay in registers while every row is added in; kRegs is a template
-// parameter so the accumulators are registers, not a stack array.
+// Up to 64 output elements stay in registers (kRegs of them, a template parameter so the accumulators
+// are registers, not a stack array), one set per stream, summed at the end.
 template <size_t kRegs>
 void weighted_sum_cols(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim,
                        size_t i0) {
-  __m512 acc[kRegs];
-  for (size_t c = 0; c < kRegs; ++c) acc[c] = _mm512_setzero_ps();
+  __m512 acc[kKvStreams][kRegs];
+  for (size_t j = 0; j < kKvStreams; ++j)
+    for (size_t c = 0; c < kRegs; ++c) acc[j][c] = _mm512_setzero_ps();
   const size_t span = std::min<size_t>(dim - i0, 64);
-  for (size_t a = 0; a < kKvRowsAhead && a < n_rows; ++a) prefetch_kv_row(v + a * stride + i0, span);
-  for (size_t p = 0; p < n_rows; ++p) {
+  const size_t per = kv_stream_rows(n_rows);
+  for (size_t i = 0; i < per; ++i) {
+    if (i + kKvRowsAhead < per)
+      for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(v + (j * per + i + kKvRowsAhead) * stride + i0, span);
+#pragma GCC unroll 4
+    for (size_t j = 0; j < kKvStreams; ++j) {
+      const size_t p = j * per + i;
+      const __m512 wp = _mm512_set1_ps(w[p]);
+      const uint16_t* row = v + p * stride;
+      for (size_t c = 0; c < kRegs; ++c) acc[j][c] = _mm512_fmadd_ps(wp, load_f16(row, i0 + 16 * c, dim), acc[j][c]);
+    }
+  }
+  for (size_t p = kKvStreams * per; p < n_rows; ++p) {
     const __m512 wp = _mm512_set1_ps(w[p]);
     const uint16_t* row = v + p * stride;
-    if (p + kKvRowsAhead < n_rows) prefetch_kv_row(row + kKvRowsAhead * stride + i0, span);
-    for (size_t c = 0; c < kRegs; ++c) acc[c] = _mm512_fmadd_ps(wp, load_f16(row, i0 + 16 * c, dim), acc[c]);
+    for (size_t c = 0; c < kRegs; ++c) acc[0][c] = _mm512_fmadd_ps(wp, load_f16(row, i0 + 16 * c, dim), acc[0][c]);
   }
   for (size_t c = 0; c < kRegs; ++c) {
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0][c], acc[1][c]), _mm512_add_ps(acc[2][c], acc[3][c]));
     const size_t i = i0 + 16 * c;
     if (i + 16 <= dim)
-      _mm512_storeu_ps(out + i, acc[c]);
+      _mm512_storeu_ps(out + i, sum);
     else
-      _mm512_mask_storeu_ps(out + i, first_floats(dim - i), acc[c]);
+      _mm512_mask_storeu_ps(out + i, first_floats(dim - i), sum);
   }
 }
 
