@@ -84,6 +84,14 @@ struct Kernels {
   void (*attend_f16)(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, const uint16_t* k,
                      const uint16_t* v, size_t kv_stride, size_t hd, float scale, float* scratch, float* out,
                      size_t ldo);
+  // Optional (nullptr: the graph runs scores_f16, softmax and weighted_sum_f16 per query head). Decode
+  // attention of the n_q query heads that share one KV head (grouped-query attention) over n_pos
+  // consecutive F16 rows (k_p = k + p * hd, v_p likewise): for head j, out[j * hd + d] =
+  // sum_p softmax_p(scale * q_j . k_p) v_p[d] with q_j = q + j * hd. Each key and value row is read and
+  // widened once for all n_q heads. hd % 16 == 0, hd <= kAttendHeadsMaxDim, n_pos >= 1; `scratch` holds
+  // n_q * n_pos floats.
+  void (*attend_heads_f16)(const float* q, size_t n_q, const uint16_t* k, const uint16_t* v, size_t n_pos, size_t hd,
+                           float scale, float* scratch, float* out);
   // Rotates the pairs (v[2i], v[2i + 1]) for i < n_pairs by the angles whose cosine and sine are
   // cs[2i] and cs[2i + 1]: (a, b) -> (a cos - b sin, a sin + b cos). RoPE on one head.
   void (*rope)(float* v, const float* cs, size_t n_pairs);
@@ -95,6 +103,9 @@ inline constexpr size_t kAttendQueries = 16;
 inline constexpr size_t attend_scratch_floats(size_t n_pos, size_t hd) {
   return kAttendQueries * (n_pos + 2 * hd) + 48 * hd;
 }
+
+// Largest head size attend_heads_f16 takes.
+inline constexpr size_t kAttendHeadsMaxDim = 128;
 
 // Picks the row-matmul kernel for a weight type.
 MatmulFn matmul_for(const Kernels& k, TensorType type);

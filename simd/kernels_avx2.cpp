@@ -432,6 +432,7 @@ const Kernels kAvx2 = {
     weighted_sum_f16,
     to_f16,
     nullptr,  // attend_f16
+    nullptr,  // attend_heads_f16
     Ops::rope,
 };
 

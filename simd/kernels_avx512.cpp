@@ -881,6 +881,108 @@ void to_f16(const float* x, uint16_t* y, size_t n) {
   }
 }
 
+// ---- Grouped-query decode attention (attend_heads_f16) ----
+//
+// The n_q query heads that share a KV head attend over the same rows: each key row is widened once and
+// dotted with every head (4 rows at a time, from the 4 streams the kernels above read), and each value
+// row is widened once per pass of up to 16 / D heads whose sums stay in registers. Per-head calls
+// would widen every row n_q times (8 on a TinyLlama shape), which made decode attention compute-bound.
+
+template <int D>  // D = hd / 16 registers per row
+void attend_heads(const float* q, size_t n_q, const uint16_t* k, const uint16_t* v, size_t n_pos, float scale,
+                  float* scratch, float* out) {
+  constexpr size_t hd = 16 * D;
+  const size_t per = kv_stream_rows(n_pos);
+  const __m128 sc = _mm_set1_ps(scale);
+  // Scores of the nr (<= 4) rows at positions p[0..nr) for every head.
+  auto score_rows = [&](const size_t(&p)[4], size_t nr) {
+    __m512 kr[4][D];
+#pragma GCC unroll 4
+    for (size_t r = 0; r < 4; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < D; ++c) kr[r][c] = r < nr ? load_f16(k + p[r] * hd, 16 * c, hd) : _mm512_setzero_ps();
+    for (size_t j = 0; j < n_q; ++j) {
+      const float* qj = q + j * hd;
+      __m512 a[4];
+#pragma GCC unroll 4
+      for (size_t r = 0; r < 4; ++r) {
+        a[r] = _mm512_mul_ps(_mm512_loadu_ps(qj), kr[r][0]);
+#pragma GCC unroll 8
+        for (int c = 1; c < D; ++c) a[r] = _mm512_fmadd_ps(_mm512_loadu_ps(qj + 16 * c), kr[r][c], a[r]);
+      }
+      alignas(16) float res[4];
+      _mm_store_ps(res, _mm_mul_ps(reduce4(a[0], a[1], a[2], a[3]), sc));
+      for (size_t r = 0; r < nr; ++r) scratch[j * n_pos + p[r]] = res[r];
+    }
+  };
+  for (size_t i = 0; i < per; ++i) {
+    if (i + kKvRowsAhead < per)
+      for (size_t s = 0; s < kKvStreams; ++s) prefetch_kv_row(k + (s * per + i + kKvRowsAhead) * hd, hd);
+    const size_t p[4] = {i, per + i, 2 * per + i, 3 * per + i};
+    score_rows(p, 4);
+  }
+  for (size_t p0 = kKvStreams * per; p0 < n_pos; p0 += 4) {
+    const size_t p[4] = {p0, p0 + 1, p0 + 2, p0 + 3};
+    score_rows(p, n_pos - p0 < 4 ? n_pos - p0 : 4);
+  }
+  for (size_t j = 0; j < n_q; ++j) Ops::softmax(scratch + j * n_pos, n_pos);
+
+  // Values: passes of up to kPass heads.
+  constexpr size_t kPass = D >= 4 ? 16 / D : 4;
+  for (size_t j0 = 0; j0 < n_q; j0 += kPass) {
+    const size_t qn = n_q - j0 < kPass ? n_q - j0 : kPass;
+    __m512 acc[kPass][D];
+#pragma GCC unroll 16
+    for (size_t jj = 0; jj < kPass; ++jj)
+#pragma GCC unroll 8
+      for (int c = 0; c < D; ++c) acc[jj][c] = _mm512_setzero_ps();
+    auto add_row = [&](size_t p) {
+      __m512 vr[D];
+#pragma GCC unroll 8
+      for (int c = 0; c < D; ++c) vr[c] = load_f16(v + p * hd, 16 * c, hd);
+#pragma GCC unroll 16
+      for (size_t jj = 0; jj < kPass; ++jj) {
+        if (jj >= qn) break;
+        const __m512 w = _mm512_set1_ps(scratch[(j0 + jj) * n_pos + p]);
+#pragma GCC unroll 8
+        for (int c = 0; c < D; ++c) acc[jj][c] = _mm512_fmadd_ps(w, vr[c], acc[jj][c]);
+      }
+    };
+    for (size_t i = 0; i < per; ++i) {
+      if (i + kKvRowsAhead < per)
+        for (size_t s = 0; s < kKvStreams; ++s) prefetch_kv_row(v + (s * per + i + kKvRowsAhead) * hd, hd);
+#pragma GCC unroll 4
+      for (size_t s = 0; s < kKvStreams; ++s) add_row(s * per + i);
+    }
+    for (size_t p = kKvStreams * per; p < n_pos; ++p) add_row(p);
+    for (size_t jj = 0; jj < qn; ++jj)
+#pragma GCC unroll 8
+      for (int c = 0; c < D; ++c) _mm512_storeu_ps(out + (j0 + jj) * hd + 16 * c, acc[jj][c]);
+  }
+}
+
+void attend_heads_f16(const float* q, size_t n_q, const uint16_t* k, const uint16_t* v, size_t n_pos, size_t hd,
+                      float scale, float* scratch, float* out) {
+  switch (hd / 16) {
+    case 1:
+      return attend_heads<1>(q, n_q, k, v, n_pos, scale, scratch, out);
+    case 2:
+      return attend_heads<2>(q, n_q, k, v, n_pos, scale, scratch, out);
+    case 3:
+      return attend_heads<3>(q, n_q, k, v, n_pos, scale, scratch, out);
+    case 4:
+      return attend_heads<4>(q, n_q, k, v, n_pos, scale, scratch, out);
+    case 5:
+      return attend_heads<5>(q, n_q, k, v, n_pos, scale, scratch, out);
+    case 6:
+      return attend_heads<6>(q, n_q, k, v, n_pos, scale, scratch, out);
+    case 7:
+      return attend_heads<7>(q, n_q, k, v, n_pos, scale, scratch, out);
+    default:
+      return attend_heads<8>(q, n_q, k, v, n_pos, scale, scratch, out);
+  }
+}
+
 // ---- Batched causal attention (attend_f16) ----
 //
 // Queries sit in the 16 lanes of a register, so scores, softmax and the weighted sum of values are
@@ -1013,6 +1115,7 @@ const Kernels kAvx512 = {
     weighted_sum_f16,
     to_f16,
     attend_f16,
+    attend_heads_f16,
     Ops::rope,
 };
 

@@ -419,6 +419,7 @@ constexpr Kernels make_table() {
       weighted_sum_f16,
       nullptr,  // to_f16: the graph converts through KvArena::store
       nullptr,  // attend_f16: the graph attends token by token
+      nullptr,  // attend_heads_f16
       Ops::rope,
   };
 }

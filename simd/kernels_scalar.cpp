@@ -197,6 +197,7 @@ const Kernels kScalar = {
     weighted_sum_f16,
     to_f16,
     nullptr,  // attend_f16
+    nullptr,  // attend_heads_f16
     rope,
 };
 

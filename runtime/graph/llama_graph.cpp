@@ -12,9 +12,9 @@ namespace {
 // Reads kv_row[0, n) of an F16 or F32 arena row as floats into out (context shift).
 // Floats of attention scratch per thread: the token-by-token path's scores and row, or the batched
 // kernel's buffers, rounded to whole cache lines so every thread's slice stays 64-byte aligned.
-size_t attention_scratch_floats(uint32_t n_ctx, uint32_t head_dim) {
-  const size_t n =
-      std::max<size_t>(static_cast<size_t>(n_ctx) + head_dim, simd::attend_scratch_floats(n_ctx, head_dim));
+size_t attention_scratch_floats(uint32_t n_ctx, uint32_t head_dim, uint32_t group) {
+  const size_t n = std::max({static_cast<size_t>(n_ctx) + head_dim, simd::attend_scratch_floats(n_ctx, head_dim),
+                             static_cast<size_t>(group) * n_ctx});
   return (n + 15) / 16 * 16;
 }
 
@@ -39,7 +39,8 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
             g->k_cur_.allocate(nb * hp.kv_dim()) && g->v_cur_.allocate(nb * hp.kv_dim()) &&
             g->att_out_.allocate(nb * hp.n_embd) && g->gate_.allocate(nb_ffn * hp.n_ff) &&
             g->up_.allocate(nb_ffn * hp.n_ff) && g->xq_.allocate(xq_blocks) &&
-            g->scores_.allocate(g->n_threads_ * attention_scratch_floats(params.n_ctx, hp.head_dim)) &&
+            g->scores_.allocate(g->n_threads_ *
+                                attention_scratch_floats(params.n_ctx, hp.head_dim, hp.n_head / hp.n_head_kv)) &&
             g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
             g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab);
   if (!ok) return Error(Code::out_of_memory, "cannot allocate the forward-pass scratch buffers");
@@ -125,7 +126,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
   const uint32_t hd = hp.head_dim;
   const uint32_t group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const size_t per_thread = attention_scratch_floats(n_ctx_, hd);
+  const size_t per_thread = attention_scratch_floats(n_ctx_, hd, group);
   const bool f16 = kv.type() == KvType::f16;  // rows are read in place, F16 through the kernels
   if (f16 && k_->attend_f16 != nullptr && batch.views == nullptr && n >= 4) {
     // A causal batch: each task is one head and up to 16 consecutive tokens, whose visible slots are
@@ -145,6 +146,24 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
                        reinterpret_cast<const uint16_t*>(kv.key(layer, h / group, 0)),
                        reinterpret_cast<const uint16_t*>(kv.value(layer, h / group, 0)), hd, hd, scale, scratch,
                        att_out_.data() + row0, hp.n_embd);
+      }
+    });
+    return;
+  }
+  if (f16 && k_->attend_heads_f16 != nullptr && batch.views == nullptr && group > 1 && hd % 16 == 0 &&
+      hd <= simd::kAttendHeadsMaxDim) {
+    // Grouped-query heads: each task is one token and one KV head with all the query heads that read
+    // it, so every key and value row is widened once per group rather than once per query head.
+    const size_t n_tasks = static_cast<size_t>(n) * hp.n_head_kv;
+    pool.run([&](size_t thread, size_t n_threads) {
+      float* scratch = scores_.data() + thread * per_thread;
+      for (size_t task = thread; task < n_tasks; task += n_threads) {
+        const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
+        const uint32_t kvh = static_cast<uint32_t>(task % hp.n_head_kv);
+        const size_t q0 = static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(kvh) * group * hd;
+        k_->attend_heads_f16(q_.data() + q0, group, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)),
+                             reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), batch.n_visible(t), hd, scale,
+                             scratch, att_out_.data() + q0);
       }
     });
     return;

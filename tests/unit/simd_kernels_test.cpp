@@ -616,6 +616,46 @@ TEST_P(SimdKernels, AttendF16MatchesReference) {
   }
 }
 
+// Grouped-query decode attention against a double-precision softmax: n_q heads over the same
+// consecutive rows (the 4-stream path from 64 rows, with leftover rows at 70 and 131).
+TEST_P(SimdKernels, AttendHeadsF16MatchesReference) {
+  if (k().attend_heads_f16 == nullptr) GTEST_SKIP() << "no attend_heads_f16 in this table";
+  uint32_t seed = 1300;
+  for (size_t hd : {16u, 48u, 64u, 128u}) {
+    for (size_t n_q : {1u, 2u, 5u, 8u}) {
+      for (size_t n_pos : {1u, 3u, 17u, 64u, 70u, 131u}) {
+        const std::vector<uint16_t> kr = random_halves(n_pos * hd, seed++);
+        const std::vector<uint16_t> vr = random_halves(n_pos * hd, seed++);
+        std::vector<float> q = random_floats(n_q * hd + 16, seed++, 3.0f);
+        std::vector<float> scratch(n_q * n_pos), out(n_q * hd + 16, -7.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        k().attend_heads_f16(q.data(), n_q, kr.data(), vr.data(), n_pos, hd, scale, scratch.data(), out.data());
+        for (size_t i = 0; i < n_q; ++i) {
+          std::vector<double> w(n_pos);
+          double mx = -1e300, sum = 0.0;
+          for (size_t p = 0; p < n_pos; ++p) {
+            double d = 0.0;
+            for (size_t j = 0; j < hd; ++j) d += static_cast<double>(q[i * hd + j]) * fp16_to_f32(kr[p * hd + j]);
+            w[p] = d * scale;
+            mx = std::max(mx, w[p]);
+          }
+          for (double& x : w) sum += (x = std::exp(x - mx));
+          for (size_t j = 0; j < hd; ++j) {
+            double want = 0.0, vmax = 0.0;
+            for (size_t p = 0; p < n_pos; ++p) {
+              want += w[p] / sum * fp16_to_f32(vr[p * hd + j]);
+              vmax = std::max(vmax, std::fabs(static_cast<double>(fp16_to_f32(vr[p * hd + j]))));
+            }
+            ASSERT_NEAR(out[i * hd + j], want, 3e-5 * vmax)
+                << "hd=" << hd << " n_q=" << n_q << " n_pos=" << n_pos << " head " << i << " d=" << j;
+          }
+        }
+        for (size_t j = n_q * hd; j < out.size(); ++j) ASSERT_EQ(out[j], -7.0f) << "wrote past the last head";
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, SimdKernels, testing::Values(Isa::avx2, Isa::avx512, Isa::neon),
                          [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
