@@ -961,26 +961,18 @@ void attend_heads(const float* q, size_t n_q, const uint16_t* k, const uint16_t*
   }
 }
 
+using AttendHeadsFn = void (*)(const float*, size_t, const uint16_t*, const uint16_t*, size_t, float, float*, float*);
+
+template <size_t... I>
+constexpr auto attend_heads_table(std::index_sequence<I...>) {
+  return std::array<AttendHeadsFn, sizeof...(I)>{attend_heads<static_cast<int>(I + 1)>...};
+}
+// kAttendHeads[hd / 16 - 1] handles head size hd.
+constexpr auto kAttendHeads = attend_heads_table(std::make_index_sequence<kAttendHeadsMaxDim / 16>());
+
 void attend_heads_f16(const float* q, size_t n_q, const uint16_t* k, const uint16_t* v, size_t n_pos, size_t hd,
                       float scale, float* scratch, float* out) {
-  switch (hd / 16) {
-    case 1:
-      return attend_heads<1>(q, n_q, k, v, n_pos, scale, scratch, out);
-    case 2:
-      return attend_heads<2>(q, n_q, k, v, n_pos, scale, scratch, out);
-    case 3:
-      return attend_heads<3>(q, n_q, k, v, n_pos, scale, scratch, out);
-    case 4:
-      return attend_heads<4>(q, n_q, k, v, n_pos, scale, scratch, out);
-    case 5:
-      return attend_heads<5>(q, n_q, k, v, n_pos, scale, scratch, out);
-    case 6:
-      return attend_heads<6>(q, n_q, k, v, n_pos, scale, scratch, out);
-    case 7:
-      return attend_heads<7>(q, n_q, k, v, n_pos, scale, scratch, out);
-    default:
-      return attend_heads<8>(q, n_q, k, v, n_pos, scale, scratch, out);
-  }
+  kAttendHeads[hd / 16 - 1](q, n_q, k, v, n_pos, scale, scratch, out);
 }
 
 // ---- Batched causal attention (attend_f16) ----

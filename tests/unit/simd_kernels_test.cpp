@@ -573,6 +573,29 @@ TEST_P(SimdKernels, ToF16MatchesFp16Header) {
 }
 
 // Batched attention against a double-precision softmax over the same F16 rows.
+// Double-precision attention of one query over n_pos F16 rows `stride` halves apart: want[d] =
+// sum_p softmax_p(scale q . k_p) v_p[d], and vmax[d] = max_p |v_p[d]| (the tolerance's scale).
+void reference_attention(const float* q, const uint16_t* k, const uint16_t* v, size_t stride, size_t n_pos, size_t hd,
+                         float scale, std::vector<double>* want, std::vector<double>* vmax) {
+  std::vector<double> w(n_pos);
+  double mx = -1e300, sum = 0.0;
+  for (size_t p = 0; p < n_pos; ++p) {
+    double d = 0.0;
+    for (size_t j = 0; j < hd; ++j) d += static_cast<double>(q[j]) * fp16_to_f32(k[p * stride + j]);
+    w[p] = d * scale;
+    mx = std::max(mx, w[p]);
+  }
+  for (double& x : w) sum += (x = std::exp(x - mx));
+  want->assign(hd, 0.0);
+  vmax->assign(hd, 0.0);
+  for (size_t j = 0; j < hd; ++j)
+    for (size_t p = 0; p < n_pos; ++p) {
+      const double vj = fp16_to_f32(v[p * stride + j]);
+      (*want)[j] += w[p] / sum * vj;
+      (*vmax)[j] = std::max((*vmax)[j], std::fabs(vj));
+    }
+}
+
 TEST_P(SimdKernels, AttendF16MatchesReference) {
   if (k().attend_f16 == nullptr) GTEST_SKIP() << "no attend_f16 in this table";
   uint32_t seed = 900;
@@ -589,27 +612,16 @@ TEST_P(SimdKernels, AttendF16MatchesReference) {
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
       k().attend_f16(q.data(), ldq, n_q, n_vis.data(), kr.data(), vr.data(), stride, hd, scale, scratch.data(),
                      out.data(), ldo);
+      std::vector<double> want, vmax;
       for (size_t i = 0; i < n_q; ++i) {
-        std::vector<double> w(n_vis[i]);
-        double mx = -1e300, sum = 0.0;
-        for (size_t p = 0; p < n_vis[i]; ++p) {
-          double d = 0.0;
-          for (size_t j = 0; j < hd; ++j) d += static_cast<double>(q[i * ldq + j]) * fp16_to_f32(kr[p * stride + j]);
-          w[p] = d * scale;
-          mx = std::max(mx, w[p]);
-        }
-        for (double& x : w) sum += (x = std::exp(x - mx));
+        reference_attention(q.data() + i * ldq, kr.data(), vr.data(), stride, n_vis[i], hd, scale, &want, &vmax);
         for (size_t j = 0; j < ldo; ++j) {
           if (j >= hd) {
             ASSERT_EQ(out[i * ldo + j], -7.0f) << "wrote past the head";
             continue;
           }
-          double want = 0.0, vmax = 0.0;
-          for (size_t p = 0; p < n_vis[i]; ++p) {
-            want += w[p] / sum * fp16_to_f32(vr[p * stride + j]);
-            vmax = std::max(vmax, std::fabs(static_cast<double>(fp16_to_f32(vr[p * stride + j]))));
-          }
-          ASSERT_NEAR(out[i * ldo + j], want, 3e-5 * vmax) << "hd=" << hd << " n_q=" << n_q << " i=" << i << " d=" << j;
+          ASSERT_NEAR(out[i * ldo + j], want[j], 3e-5 * vmax[j])
+              << "hd=" << hd << " n_q=" << n_q << " i=" << i << " d=" << j;
         }
       }
     }
@@ -630,25 +642,12 @@ TEST_P(SimdKernels, AttendHeadsF16MatchesReference) {
         std::vector<float> scratch(n_q * n_pos), out(n_q * hd + 16, -7.0f);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         k().attend_heads_f16(q.data(), n_q, kr.data(), vr.data(), n_pos, hd, scale, scratch.data(), out.data());
+        std::vector<double> want, vmax;
         for (size_t i = 0; i < n_q; ++i) {
-          std::vector<double> w(n_pos);
-          double mx = -1e300, sum = 0.0;
-          for (size_t p = 0; p < n_pos; ++p) {
-            double d = 0.0;
-            for (size_t j = 0; j < hd; ++j) d += static_cast<double>(q[i * hd + j]) * fp16_to_f32(kr[p * hd + j]);
-            w[p] = d * scale;
-            mx = std::max(mx, w[p]);
-          }
-          for (double& x : w) sum += (x = std::exp(x - mx));
-          for (size_t j = 0; j < hd; ++j) {
-            double want = 0.0, vmax = 0.0;
-            for (size_t p = 0; p < n_pos; ++p) {
-              want += w[p] / sum * fp16_to_f32(vr[p * hd + j]);
-              vmax = std::max(vmax, std::fabs(static_cast<double>(fp16_to_f32(vr[p * hd + j]))));
-            }
-            ASSERT_NEAR(out[i * hd + j], want, 3e-5 * vmax)
+          reference_attention(q.data() + i * hd, kr.data(), vr.data(), hd, n_pos, hd, scale, &want, &vmax);
+          for (size_t j = 0; j < hd; ++j)
+            ASSERT_NEAR(out[i * hd + j], want[j], 3e-5 * vmax[j])
                 << "hd=" << hd << " n_q=" << n_q << " n_pos=" << n_pos << " head " << i << " d=" << j;
-          }
         }
         for (size_t j = n_q * hd; j < out.size(); ++j) ASSERT_EQ(out[j], -7.0f) << "wrote past the last head";
       }
