@@ -129,7 +129,8 @@ typedef struct lmrt_model_info {
   uint32_t n_ff;
   int32_t bos_token; /* -1 when the vocabulary has none */
   int32_t eos_token;
-  /* Tensor type mix: how many tensors, and how many bytes, of each type. */
+  /* Tensor type mix: how many tensors, and how many bytes, of each type. The Q4_0 counts include
+   * tensors in lmrt's interleaved Q4_0x16 layout (`lmrt quantize --interleave`): the same blocks. */
   uint32_t n_tensors_f32, n_tensors_f16, n_tensors_bf16, n_tensors_q8_0, n_tensors_q4_0;
   uint64_t bytes_f32, bytes_f16, bytes_bf16, bytes_q8_0, bytes_q4_0;
 } lmrt_model_info;
