@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
@@ -271,6 +272,94 @@ void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes
   tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
+// ---- Q4_0x16 decode (runtime/model/q4_0x16.h) ----
+//
+// Each 64-byte line of a unit holds 4 nibble bytes of each of 16 rows: two registers of 8 rows, one row
+// per 32-bit lane. maddubs multiplies the unsigned nibbles by the activation dword broadcast and adds
+// pairs into 16 bits; all 8 products of a block's 4 lines fit in 16 bits (8 x 2 x 15 x 127 = 30480), so
+// one madd per half block widens them. Up to 4 group streams at once (two accumulators each: 16 ymm).
+
+constexpr size_t kX16Rows = 16, kX16UnitBytes = 288;
+constexpr size_t kX16UnitsAhead = 4;
+
+template <int S>
+void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ8Act* x, float* const (&y)[S]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  __m256 acc[S][2];
+  for (int s = 0; s < S; ++s) acc[s][0] = acc[s][1] = _mm256_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    const BlockQ8Act& xb = x[b];
+    const auto* xd = reinterpret_cast<const uint8_t*>(xb.qs);
+    __m256i sum16[S][2];
+    for (int s = 0; s < S; ++s) {
+      const char* ahead = reinterpret_cast<const char*>(p[s] + (b + kX16UnitsAhead) * kX16UnitBytes);
+      for (size_t o = 0; o < kX16UnitBytes + kLine; o += kLine) _mm_prefetch(ahead + o, _MM_HINT_T0);
+      sum16[s][0] = sum16[s][1] = _mm256_setzero_si256();
+    }
+    for (size_t c = 0; c < 4; ++c) {
+      int32_t lo_x, hi_x;
+      std::memcpy(&lo_x, xd + 4 * c, 4);
+      std::memcpy(&hi_x, xd + 16 + 4 * c, 4);
+      const __m256i xl = _mm256_set1_epi32(lo_x), xh = _mm256_set1_epi32(hi_x);
+      for (int s = 0; s < S; ++s)
+        for (int h = 0; h < 2; ++h) {
+          const __m256i q =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[s] + b * kX16UnitBytes + 32 + 64 * c + 32 * h));
+          const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+          sum16[s][h] = _mm256_add_epi16(sum16[s][h],
+                                         _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh)));
+        }
+    }
+    const __m256 dx = _mm256_set1_ps(xb.d);
+    const __m256i m8 = _mm256_set1_epi32(xb.minus8_sum);  // the -8 offset of every weight
+    for (int s = 0; s < S; ++s)
+      for (int h = 0; h < 2; ++h) {
+        const __m256i dot = _mm256_add_epi32(_mm256_madd_epi16(sum16[s][h], ones), m8);
+        const __m256 dw =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[s] + b * kX16UnitBytes + 16 * h)));
+        acc[s][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc[s][h]);
+      }
+  }
+  for (int s = 0; s < S; ++s) {
+    _mm256_storeu_ps(y[s], acc[s][0]);
+    _mm256_storeu_ps(y[s] + 8, acc[s][1]);
+  }
+}
+
+// Groups [g0, g0 + S * per): stream s reads groups g0 + s * per + i, i < per.
+template <int S>
+void q4_0x16_decode_streams(const uint8_t* w, size_t group_bytes, size_t nb, const BlockQ8Act* x, size_t g0, size_t per,
+                            float* y) {
+  for (size_t i = 0; i < per; ++i) {
+    const uint8_t* p[S];
+    float* ys[S];
+    for (int s = 0; s < S; ++s) {
+      const size_t g = g0 + s * per + i;
+      p[s] = w + g * group_bytes;
+      ys[s] = y + g * kX16Rows;
+    }
+    q4_0x16_decode_groups<S>(p, nb, x, ys);
+  }
+}
+
+void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                    size_t r0, size_t r1, float* y, size_t ldy) {
+  if (n_tok != 1) {  // a batch: the Q4_0 tiles on groups turned back into rows
+    matmul_q4_0x16_via_q4_0<matmul<QuantTiles<Q4_0Weights>>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    return;
+  }
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const BlockQ8Act*>(x);
+  const size_t nb = n / kBlock, group_bytes = kX16Rows * w_row_bytes;
+  size_t g = r0 / kX16Rows;
+  const size_t g1 = r1 / kX16Rows;
+  if (const size_t per = (g1 - g) / 4; per >= 1) {
+    q4_0x16_decode_streams<4>(wb, group_bytes, nb, xb, g, per, y);
+    g += 4 * per;
+  }
+  for (; g < g1; ++g) q4_0x16_decode_streams<1>(wb, group_bytes, nb, xb, g, 1, y);
+}
+
 void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (size_t b = 0; b < n / kBlock; ++b) {
@@ -418,7 +507,7 @@ const Kernels kAvx2 = {
     matmul<FloatTiles<BF16Weights>>,
     matmul<FloatTiles<Q8_0FloatWeights>>,
     matmul<QuantTiles<Q4_0Weights>>,
-    matmul_q4_0x16_via_q4_0<matmul<QuantTiles<Q4_0Weights>>>,
+    matmul_q4_0x16,
     quantize_q8_act,
     Ops::rmsnorm,
     Ops::softmax,
