@@ -1,5 +1,5 @@
 // `lmrt quantize --interleave -m MODEL -o FILE`: rewrites a model's Q4_0 matrices as lmrt's interleaved
-// Q4_0x16 (runtime/model/interleave_file.h), the layout the AVX-512 decode kernel streams fastest.
+// Q4_0x16 (runtime/model/interleave_file.h), the layout the x86 decode kernels stream fastest.
 #include <chrono>
 #include <cstdio>
 #include <string>

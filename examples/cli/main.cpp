@@ -23,7 +23,7 @@ void usage(FILE* out) {
       "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
       "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
       "  quantize  --interleave -m MODEL -o FILE                              rewrite Q4_0 matrices as\n"
-      "            lmrt's interleaved Q4_0x16 (AVX-512 decode reads it faster; llama.cpp cannot read the result)\n"
+      "            lmrt's interleaved Q4_0x16 (faster AVX-512/AVX2 decode; llama.cpp cannot read the result)\n"
       "  serve     -m MODEL [--port 8080] [--parallel N] ...                 OpenAI-compatible HTTP server\n"
       "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
       lmrt_version_string(), lmrt_abi_version());
