@@ -266,9 +266,11 @@ struct FloatTiles {
   }
 };
 
+// Not inlined into q4_0x16_via_q4_0.h's fallback: every other caller goes through the table anyway, and
+// inlined with that caller's constant row range GCC 12 warns about a loop it cannot prove finite.
 template <class K>
-void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
-            size_t r1, float* y, size_t ldy) {
+[[gnu::noinline]] void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
+                              size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
   tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
@@ -279,7 +281,7 @@ void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes
 // pairs into 16 bits; all 8 products of a block's 4 lines fit in 16 bits (8 x 2 x 15 x 127 = 30480), so
 // one madd per half block widens them. Up to 4 group streams at once (two accumulators each: 16 ymm).
 
-constexpr size_t kX16Rows = 16, kX16UnitBytes = 288;
+constexpr size_t kX16UnitBytes = 288;
 constexpr size_t kX16UnitsAhead = 4;
 
 template <int S>
@@ -326,21 +328,13 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
   }
 }
 
-// Groups [g0, g0 + S * per): stream s reads groups g0 + s * per + i, i < per.
-template <int S>
-void q4_0x16_decode_streams(const uint8_t* w, size_t group_bytes, size_t nb, const BlockQ8Act* x, size_t g0, size_t per,
-                            float* y) {
-  for (size_t i = 0; i < per; ++i) {
-    const uint8_t* p[S];
-    float* ys[S];
-    for (int s = 0; s < S; ++s) {
-      const size_t g = g0 + s * per + i;
-      p[s] = w + g * group_bytes;
-      ys[s] = y + g * kX16Rows;
-    }
-    q4_0x16_decode_groups<S>(p, nb, x, ys);
+struct Q4_0x16Decode {
+  static constexpr int kMaxStreams = 4;
+  template <int S>
+  static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
+    q4_0x16_decode_groups<S>(p, nb, static_cast<const BlockQ8Act*>(x), y);
   }
-}
+};
 
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
@@ -348,16 +342,7 @@ void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_r
     matmul_q4_0x16_via_q4_0<matmul<QuantTiles<Q4_0Weights>>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
     return;
   }
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const BlockQ8Act*>(x);
-  const size_t nb = n / kBlock, group_bytes = kX16Rows * w_row_bytes;
-  size_t g = r0 / kX16Rows;
-  const size_t g1 = r1 / kX16Rows;
-  if (const size_t per = (g1 - g) / 4; per >= 1) {
-    q4_0x16_decode_streams<4>(wb, group_bytes, nb, xb, g, per, y);
-    g += 4 * per;
-  }
-  for (; g < g1; ++g) q4_0x16_decode_streams<1>(wb, group_bytes, nb, xb, g, 1, y);
+  tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
 }
 
 void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {

@@ -460,7 +460,7 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
 // rows is one sequential stream, and S groups from distant parts of the rows are read at once (one
 // stream is far below a core's read bandwidth here).
 
-constexpr size_t kX16Rows = 16, kX16UnitBytes = 288;
+constexpr size_t kX16UnitBytes = 288;
 constexpr size_t kX16UnitsAhead = 4;  // prefetch distance, in units of each stream
 
 template <int S>
@@ -497,21 +497,13 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
   for (int s = 0; s < S; ++s) _mm512_storeu_ps(y[s], acc[s]);
 }
 
-// Groups [g0, g0 + S * per): stream s reads groups g0 + s * per + i, i < per.
-template <int S>
-void q4_0x16_decode_streams(const uint8_t* w, size_t group_bytes, size_t nb, const BlockQ8Act* x, size_t g0, size_t per,
-                            float* y) {
-  for (size_t i = 0; i < per; ++i) {
-    const uint8_t* p[S];
-    float* ys[S];
-    for (int s = 0; s < S; ++s) {
-      const size_t g = g0 + s * per + i;
-      p[s] = w + g * group_bytes;
-      ys[s] = y + g * kX16Rows;
-    }
-    q4_0x16_decode_groups<S>(p, nb, x, ys);
+struct Q4_0x16Decode {
+  static constexpr int kMaxStreams = 8;
+  template <int S>
+  static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
+    q4_0x16_decode_groups<S>(p, nb, static_cast<const BlockQ8Act*>(x), y);
   }
-}
+};
 
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
@@ -521,20 +513,7 @@ void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_r
     matmul_q4_0_prefill<true>(a, n_tok, r0, r1);
     return;
   }
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const BlockQ8Act*>(x);
-  const size_t nb = n / kBlock, group_bytes = kX16Rows * w_row_bytes;
-  size_t g = r0 / kX16Rows;
-  const size_t g1 = r1 / kX16Rows;
-  if (const size_t per = (g1 - g) / 8; per >= 2) {
-    q4_0x16_decode_streams<8>(wb, group_bytes, nb, xb, g, per, y);
-    g += 8 * per;
-  }
-  if (const size_t per = (g1 - g) / 4; per >= 1) {
-    q4_0x16_decode_streams<4>(wb, group_bytes, nb, xb, g, per, y);
-    g += 4 * per;
-  }
-  for (; g < g1; ++g) q4_0x16_decode_streams<1>(wb, group_bytes, nb, xb, g, 1, y);
+  tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
 }
 
 // ---- end of Q4_0x16 ----
