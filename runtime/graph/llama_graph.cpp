@@ -9,9 +9,9 @@ namespace lmrt {
 
 namespace {
 
-// Reads kv_row[0, n) of an F16 or F32 arena row as floats into out (context shift).
-// Floats of attention scratch per thread: the token-by-token path's scores and row, or the batched
-// kernel's buffers, rounded to whole cache lines so every thread's slice stays 64-byte aligned.
+// Floats of attention scratch per thread: the token-by-token path's scores and row, the grouped-query
+// kernel's scores for the `group` heads of one KV head, or the batched kernel's buffers, rounded to whole cache lines
+// so every thread's slice stays 64-byte aligned.
 size_t attention_scratch_floats(uint32_t n_ctx, uint32_t head_dim, uint32_t group) {
   const size_t n = std::max({static_cast<size_t>(n_ctx) + head_dim, simd::attend_scratch_floats(n_ctx, head_dim),
                              static_cast<size_t>(group) * n_ctx});
@@ -86,9 +86,10 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
     xq = q;
   }
   // Each target's rows are cut into chunks of whole 16-row groups, handed out dynamically: 4 per thread
-  // for a batch, 2 in decode (bigger chunks give the decode kernels more distant streams to read at once,
-  // which beat the finer balance: 110m, 2 threads, +8 % decode), one when the pool has one thread. The chunks of all
-  // targets go through one dispatch, so Q, K and V (or gate and up) cost one pool barrier, not three.
+  // for a batch, 2 in decode (bigger chunks give the decode kernels more distant streams to read at
+  // once, which beat the finer balance: 110m, 2 threads, +8 % decode), one when the pool has one thread.
+  // The chunks of all targets go through one dispatch, so Q, K and V (or gate and up) cost one pool
+  // barrier, not three.
   constexpr size_t kMaxTargets = 3;
   size_t grain[kMaxTargets], first_chunk[kMaxTargets + 1] = {0};
   const size_t target_chunks = pool.size() == 1 ? 1 : pool.size() * (n_tok == 1 ? 2 : 4);
@@ -169,6 +170,8 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
     return;
   }
   const size_t n_tasks = static_cast<size_t>(n) * hp.n_head;
+  // Without views the visible slots are 0..n_pos-1: one head's consecutive entries, one kernel call.
+  const bool consecutive = f16 && batch.views == nullptr;
   // scores_ holds one slice per thread of the pool the graph was created for.
   // Each (token, head) pair is independent: split them across threads, each with its own scores.
   pool.run([&](size_t thread, size_t n_threads) {
@@ -179,8 +182,6 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
       const uint32_t kvh = h / group;
       const uint32_t n_pos = batch.n_visible(t);
       const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
-      // Without views the visible slots are 0..n_pos-1: one head's consecutive entries, one kernel call.
-      const bool consecutive = f16 && batch.views == nullptr;
       if (consecutive) {
         k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)), hd, n_pos, hd, scale, scores);
       } else if (f16) {

@@ -117,7 +117,7 @@ class LlamaGraph {
   AlignedBuffer<float> att_out_;  // [n_batch][n_embd]
   AlignedBuffer<float> gate_;     // [min(n_batch, kFfnTokens)][n_ff]
   AlignedBuffer<float> up_;       // [min(n_batch, kFfnTokens)][n_ff]
-  AlignedBuffer<float> scores_;   // per thread: [n_ctx] attention scores + [head_dim] key/value row
+  AlignedBuffer<float> scores_;   // per thread: attention scratch (attention_scratch_floats)
   AlignedBuffer<simd::BlockQ8Act>
       xq_;  // quantized matmul input: the larger of [n_batch][n_embd / 32], [min(n_batch, kFfnTokens)][n_ff / 32]
   AlignedBuffer<float> rope_cs_;  // [n_ctx][rope_dim / 2][cos, sin]
