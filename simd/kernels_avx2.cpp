@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/model/q4_0x16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
@@ -281,7 +282,6 @@ template <class K>
 // pairs into 16 bits; all 8 products of a block's 4 lines fit in 16 bits (8 x 2 x 15 x 127 = 30480), so
 // one madd per half block widens them. Up to 4 group streams at once (two accumulators each: 16 ymm).
 
-constexpr size_t kX16UnitBytes = 288;
 constexpr size_t kX16UnitsAhead = 4;
 
 template <int S>
@@ -294,8 +294,8 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
     const auto* xd = reinterpret_cast<const uint8_t*>(xb.qs);
     __m256i sum16[S][2];
     for (int s = 0; s < S; ++s) {
-      const char* ahead = reinterpret_cast<const char*>(p[s] + (b + kX16UnitsAhead) * kX16UnitBytes);
-      for (size_t o = 0; o < kX16UnitBytes + kLine; o += kLine) _mm_prefetch(ahead + o, _MM_HINT_T0);
+      const char* ahead = reinterpret_cast<const char*>(p[s] + (b + kX16UnitsAhead) * kQ4_0x16UnitBytes);
+      for (size_t o = 0; o < kQ4_0x16UnitBytes + kLine; o += kLine) _mm_prefetch(ahead + o, _MM_HINT_T0);
       sum16[s][0] = sum16[s][1] = _mm256_setzero_si256();
     }
     for (size_t c = 0; c < 4; ++c) {
@@ -306,7 +306,7 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
       for (int s = 0; s < S; ++s)
         for (int h = 0; h < 2; ++h) {
           const __m256i q =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[s] + b * kX16UnitBytes + 32 + 64 * c + 32 * h));
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[s] + b * kQ4_0x16UnitBytes + 32 + 64 * c + 32 * h));
           const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
           sum16[s][h] = _mm256_add_epi16(sum16[s][h],
                                          _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh)));
@@ -318,7 +318,7 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
       for (int h = 0; h < 2; ++h) {
         const __m256i dot = _mm256_add_epi32(_mm256_madd_epi16(sum16[s][h], ones), m8);
         const __m256 dw =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[s] + b * kX16UnitBytes + 16 * h)));
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[s] + b * kQ4_0x16UnitBytes + 16 * h)));
         acc[s][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc[s][h]);
       }
   }

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/model/q4_0x16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
@@ -373,10 +374,9 @@ void prefetch_slab(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nb
 // Repacks blocks [b0, b0 + nbs) of a Q4_0x16 group (runtime/model/q4_0x16.h) into s: each 64-byte line
 // of a unit already holds raw dword c of the 16 rows, one per lane, so this is only the nibble split.
 void repack_q4_0x16(const uint8_t* group, size_t b0, size_t nbs, PackedSlab& s) {
-  constexpr size_t kUnitBytes = 288;
   const __m512i nib = _mm512_set1_epi8(0x0F);
   for (size_t b = 0; b < nbs; ++b) {
-    const uint8_t* unit = group + (b0 + b) * kUnitBytes;
+    const uint8_t* unit = group + (b0 + b) * kQ4_0x16UnitBytes;
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m512i q = _mm512_loadu_si512(unit + 32 + 64 * c);
@@ -460,7 +460,6 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
 // rows is one sequential stream, and S groups from distant parts of the rows are read at once (one
 // stream is far below a core's read bandwidth here).
 
-constexpr size_t kX16UnitBytes = 288;
 constexpr size_t kX16UnitsAhead = 4;  // prefetch distance, in units of each stream
 
 template <int S>
@@ -473,8 +472,8 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
     const auto* xd = reinterpret_cast<const uint8_t*>(xb.qs);
     __m512i sum[S];
     for (int s = 0; s < S; ++s) {
-      const char* ahead = reinterpret_cast<const char*>(p[s] + (b + kX16UnitsAhead) * kX16UnitBytes);
-      for (size_t o = 0; o < kX16UnitBytes + kLine; o += kLine) _mm_prefetch(ahead + o, _MM_HINT_T0);
+      const char* ahead = reinterpret_cast<const char*>(p[s] + (b + kX16UnitsAhead) * kQ4_0x16UnitBytes);
+      for (size_t o = 0; o < kQ4_0x16UnitBytes + kLine; o += kLine) _mm_prefetch(ahead + o, _MM_HINT_T0);
       sum[s] = _mm512_set1_epi32(xb.minus8_sum);  // the -8 offset of every weight, folded in up front
     }
     for (size_t c = 0; c < 4; ++c) {
@@ -483,14 +482,15 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
       std::memcpy(&hi_x, xd + 16 + 4 * c, 4);
       const __m512i xl = _mm512_set1_epi32(lo_x), xh = _mm512_set1_epi32(hi_x);
       for (int s = 0; s < S; ++s) {
-        const __m512i q = _mm512_loadu_si512(p[s] + b * kX16UnitBytes + 32 + 64 * c);
+        const __m512i q = _mm512_loadu_si512(p[s] + b * kQ4_0x16UnitBytes + 32 + 64 * c);
         sum[s] = _mm512_dpbusd_epi32(sum[s], _mm512_and_si512(q, low4), xl);
         sum[s] = _mm512_dpbusd_epi32(sum[s], _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), xh);
       }
     }
     const __m512 dx = _mm512_set1_ps(xb.d);
     for (int s = 0; s < S; ++s) {
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[s] + b * kX16UnitBytes)));
+      const __m512 dw =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[s] + b * kQ4_0x16UnitBytes)));
       acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[s]), _mm512_mul_ps(dw, dx), acc[s]);
     }
   }
@@ -757,39 +757,34 @@ void prefetch_kv_row(const uint16_t* row, size_t dim) {
 // Rows per stream when the n rows are read as kKvStreams streams (0: too few rows, read in order).
 size_t kv_stream_rows(size_t n) { return n / kKvStreams >= kMinKvStreamRows ? n / kKvStreams : 0; }
 
+// Scores of the 4 rows k0 + j * step (j < 4), written to out[at[j]].
+void score4(const float* q, const uint16_t* k0, size_t step, size_t dim, float scale, float* out,
+            const size_t (&at)[4]) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t d = 0; d < dim; d += 16) {
+    const __m512 qv = load_f32(q, d, dim);
+    a0 = _mm512_fmadd_ps(qv, load_f16(k0, d, dim), a0);
+    a1 = _mm512_fmadd_ps(qv, load_f16(k0 + step, d, dim), a1);
+    a2 = _mm512_fmadd_ps(qv, load_f16(k0 + 2 * step, d, dim), a2);
+    a3 = _mm512_fmadd_ps(qv, load_f16(k0 + 3 * step, d, dim), a3);
+  }
+  alignas(16) float r[4];
+  _mm_store_ps(r, _mm_mul_ps(reduce4(a0, a1, a2, a3), _mm_set1_ps(scale)));
+  for (size_t j = 0; j < 4; ++j) out[at[j]] = r[j];
+}
+
 void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
   const size_t per = kv_stream_rows(n_keys);
-  const __m128 sc = _mm_set1_ps(scale);
-  // Iteration i scores rows i, i + per, i + 2 per, i + 3 per.
-  for (size_t i = 0; i < per; ++i) {
-    const uint16_t* k0 = k + i * stride;
-    const size_t s = per * stride;
+  for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
     if (i + kKvRowsAhead < per)
-      for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(k0 + j * s + kKvRowsAhead * stride, dim);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t d = 0; d < dim; d += 16) {
-      const __m512 qv = load_f32(q, d, dim);
-      a0 = _mm512_fmadd_ps(qv, load_f16(k0, d, dim), a0);
-      a1 = _mm512_fmadd_ps(qv, load_f16(k0 + s, d, dim), a1);
-      a2 = _mm512_fmadd_ps(qv, load_f16(k0 + 2 * s, d, dim), a2);
-      a3 = _mm512_fmadd_ps(qv, load_f16(k0 + 3 * s, d, dim), a3);
-    }
-    alignas(16) float r[4];
-    _mm_store_ps(r, _mm_mul_ps(reduce4(a0, a1, a2, a3), sc));
-    for (size_t j = 0; j < kKvStreams; ++j) out[i + j * per] = r[j];
+      for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(k + (j * per + i + kKvRowsAhead) * stride, dim);
+    const size_t at[4] = {i, per + i, 2 * per + i, 3 * per + i};
+    score4(q, k + i * stride, per * stride, dim, scale, out, at);
   }
   size_t p = kKvStreams * per;
   for (; p + 4 <= n_keys; p += 4) {
-    const uint16_t* k0 = k + p * stride;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t d = 0; d < dim; d += 16) {
-      const __m512 qv = load_f32(q, d, dim);
-      a0 = _mm512_fmadd_ps(qv, load_f16(k0, d, dim), a0);
-      a1 = _mm512_fmadd_ps(qv, load_f16(k0 + stride, d, dim), a1);
-      a2 = _mm512_fmadd_ps(qv, load_f16(k0 + 2 * stride, d, dim), a2);
-      a3 = _mm512_fmadd_ps(qv, load_f16(k0 + 3 * stride, d, dim), a3);
-    }
-    _mm_storeu_ps(out + p, _mm_mul_ps(reduce4(a0, a1, a2, a3), sc));
+    const size_t at[4] = {p, p + 1, p + 2, p + 3};
+    score4(q, k + p * stride, stride, dim, scale, out, at);
   }
   for (; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
 }

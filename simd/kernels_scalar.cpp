@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/model/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/kernels.h"
 
@@ -57,17 +58,16 @@ float dot_q4_0_row(const BlockQ4_0* w, const BlockQ8Act* x, size_t nb) {
 // row's scale and nibbles from its group's interleaved units.
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
-  constexpr size_t kRows = 16, kUnitBytes = 288;
   const size_t nb = n / 32;
   const auto* wb = static_cast<const uint8_t*>(w);
   for (size_t t = 0; t < n_tok; ++t) {
     const auto* xt = reinterpret_cast<const BlockQ8Act*>(static_cast<const uint8_t*>(x) + t * x_row_bytes);
     for (size_t r = r0; r < r1; ++r) {
-      const uint8_t* group = wb + (r / kRows) * kRows * w_row_bytes;
-      const size_t j = r % kRows;
+      const uint8_t* group = wb + (r / kQ4_0x16Rows) * kQ4_0x16Rows * w_row_bytes;
+      const size_t j = r % kQ4_0x16Rows;
       float s = 0.0f;
       for (size_t b = 0; b < nb; ++b) {
-        const uint8_t* unit = group + b * kUnitBytes;
+        const uint8_t* unit = group + b * kQ4_0x16UnitBytes;
         int32_t acc = 0;
         for (size_t c = 0; c < 4; ++c)
           for (size_t e = 0; e < 4; ++e) {

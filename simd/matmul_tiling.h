@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/model/q4_0x16.h"
+
 namespace lmrt::simd::tiling {
 
 struct MatmulArgs {
@@ -94,7 +96,7 @@ void x16_streams(const uint8_t* w, size_t group_bytes, size_t nb, const void* x,
     for (int s = 0; s < S; ++s) {
       const size_t g = g0 + s * per + i;
       p[s] = w + g * group_bytes;
-      ys[s] = y + g * 16;
+      ys[s] = y + g * kQ4_0x16Rows;
     }
     K::template groups<S>(p, nb, x, ys);
   }
@@ -108,9 +110,9 @@ void x16_streams(const uint8_t* w, size_t group_bytes, size_t nb, const void* x,
 template <class K>
 void run_x16_decode(const void* w, size_t w_row_bytes, const void* x, size_t n, size_t r0, size_t r1, float* y) {
   const auto* wb = static_cast<const uint8_t*>(w);
-  const size_t nb = n / 32, group_bytes = 16 * w_row_bytes;
-  size_t g = r0 / 16;
-  const size_t g1 = r1 / 16;
+  const size_t nb = n / 32, group_bytes = kQ4_0x16Rows * w_row_bytes;
+  size_t g = r0 / kQ4_0x16Rows;
+  const size_t g1 = r1 / kQ4_0x16Rows;
   if constexpr (K::kMaxStreams == 8) {
     if (const size_t per = (g1 - g) / 8; per >= 2) {
       x16_streams<K, 8>(wb, group_bytes, nb, x, g, per, y);

@@ -9,8 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
+#include "runtime/model/q4_0x16.h"
 #include "simd/kernels.h"
 
 namespace lmrt::simd {
@@ -19,7 +19,7 @@ namespace {
 template <MatmulFn kQ4_0>
 void matmul_q4_0x16_via_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
                              size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
-  constexpr size_t kRows = 16, kBlockBytes = 18, kUnitBytes = kRows * kBlockBytes, kSlabBlocks = 64;
+  constexpr size_t kRows = kQ4_0x16Rows, kBlockBytes = 18, kSlabBlocks = 64;
   constexpr size_t kMaxTokens = 64;  // tokens per pass when a row needs more than one slab
   const size_t nb = n / 32;
   const auto* wb = static_cast<const uint8_t*>(w);
@@ -33,14 +33,7 @@ void matmul_q4_0x16_via_q4_0(const void* w, size_t w_row_bytes, const void* x, s
       const size_t nt = n_tok - t0 < kMaxTokens ? n_tok - t0 : kMaxTokens;
       for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
         const size_t sb = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
-        for (size_t b = 0; b < sb; ++b) {
-          const uint8_t* unit = group + (b0 + b) * kUnitBytes;
-          for (size_t j = 0; j < kRows; ++j) {
-            uint8_t* blk = rows + (j * sb + b) * kBlockBytes;
-            std::memcpy(blk, unit + 2 * j, 2);
-            for (size_t c = 0; c < 4; ++c) std::memcpy(blk + 2 + 4 * c, unit + 32 + 64 * c + 4 * j, 4);
-          }
-        }
+        deinterleave_q4_0x16_group(group, b0, sb, rows);
         const uint8_t* xs = xb + t0 * x_row_bytes + b0 * sizeof(BlockQ8Act);
         if (b0 == 0) {
           kQ4_0(rows, sb * kBlockBytes, xs, x_row_bytes, sb * 32, nt, 0, kRows, yg + t0 * ldy, ldy);

@@ -22,17 +22,21 @@ void interleave_q4_0(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8
     }
 }
 
-void deinterleave_q4_0x16(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8_t* dst) {
-  const size_t nb = n_cols / 32, row_bytes = nb * kBlockBytes;
-  for (uint64_t g = 0; g < n_rows / kQ4_0x16Rows; ++g)
-    for (size_t b = 0; b < nb; ++b) {
-      const uint8_t* unit = src + (g * nb + b) * kQ4_0x16UnitBytes;
-      for (size_t j = 0; j < kQ4_0x16Rows; ++j) {
-        uint8_t* blk = dst + (g * kQ4_0x16Rows + j) * row_bytes + b * kBlockBytes;
-        std::memcpy(blk, unit + 2 * j, 2);
-        for (size_t c = 0; c < 4; ++c) std::memcpy(blk + 2 + kChunk * c, unit + 32 + 64 * c + kChunk * j, kChunk);
-      }
+void deinterleave_q4_0x16_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* unit = group + (b0 + b) * kQ4_0x16UnitBytes;
+    for (size_t j = 0; j < kQ4_0x16Rows; ++j) {
+      uint8_t* blk = dst + (j * n_blocks + b) * kBlockBytes;
+      std::memcpy(blk, unit + 2 * j, 2);
+      for (size_t c = 0; c < 4; ++c) std::memcpy(blk + 2 + kChunk * c, unit + 32 + 64 * c + kChunk * j, kChunk);
     }
+  }
+}
+
+void deinterleave_q4_0x16(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8_t* dst) {
+  const size_t nb = n_cols / 32, group_bytes = kQ4_0x16Rows * nb * kBlockBytes;
+  for (uint64_t g = 0; g < n_rows / kQ4_0x16Rows; ++g)
+    deinterleave_q4_0x16_group(src + g * group_bytes, 0, nb, dst + g * group_bytes);
 }
 
 }  // namespace lmrt

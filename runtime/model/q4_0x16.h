@@ -23,5 +23,8 @@ inline constexpr size_t kQ4_0x16UnitBytes = 288;  // one block index of a group 
 void interleave_q4_0(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8_t* dst);
 // The inverse: Q4_0x16 at src back to standard Q4_0 rows at dst.
 void deinterleave_q4_0x16(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8_t* dst);
+// Blocks [b0, b0 + n_blocks) of the 16 rows of one group (its units start at `group`) as standard Q4_0
+// rows of n_blocks blocks each, row j at dst + j * n_blocks * 18 (a slice of deinterleave_q4_0x16).
+void deinterleave_q4_0x16_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst);
 
 }  // namespace lmrt
