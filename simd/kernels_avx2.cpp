@@ -487,19 +487,19 @@ void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys,
 
 void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim) {
   const size_t full = dim / 32 * 32, per = kv_stream_rows(n_rows);
-  // Row r of the order the rows are read in: the streams' rows interleaved, then the rest.
-  auto row_at = [&](size_t r) { return r < kKvStreams * per ? (r % kKvStreams) * per + r / kKvStreams : r; };
   for (size_t i0 = 0; i0 < full; i0 += 32) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (size_t r = 0; r < n_rows; ++r) {
-      const size_t p = row_at(r);
-      if (r % kKvStreams == 0 && r / kKvStreams + kKvRowsAhead < per)
-        for (size_t j = 0; j < kKvStreams; ++j)
-          prefetch_kv_row(v + (j * per + r / kKvStreams + kKvRowsAhead) * stride + i0, 32);
+    auto add_row = [&](size_t p) {
       const __m256 wp = _mm256_set1_ps(w[p]);
       const uint16_t* row = v + p * stride + i0;
       for (size_t c = 0; c < 4; ++c) acc[c] = _mm256_fmadd_ps(wp, load_f16x8(row + 8 * c), acc[c]);
+    };
+    for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
+      if (i + kKvRowsAhead < per)
+        for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(v + (j * per + i + kKvRowsAhead) * stride + i0, 32);
+      for (size_t j = 0; j < kKvStreams; ++j) add_row(j * per + i);
     }
+    for (size_t p = kKvStreams * per; p < n_rows; ++p) add_row(p);
     for (size_t c = 0; c < 4; ++c) _mm256_storeu_ps(out + i0 + 8 * c, acc[c]);
   }
   if (full < dim) {
