@@ -19,6 +19,7 @@
 #include "runtime/model/q4_0x16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
+#include "simd/kv_streams.h"
 #include "simd/matmul_tiling.h"
 #include "simd/q4_0x16_via_q4_0.h"
 
@@ -437,17 +438,7 @@ __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 
 __m256 load_f16x8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 
-// A head's KV rows are consecutive in the arena; one sequential stream leaves a core at about 60 % of
-// its read bandwidth, so from 64 rows on both kernels read them as 4 interleaved streams, each over its
-// own quarter of the positions, prefetching each a few rows ahead.
-constexpr size_t kKvStreams = 4, kKvRowsAhead = 8, kMinKvStreamRows = 16;
-
-size_t kv_stream_rows(size_t n) { return n / kKvStreams >= kMinKvStreamRows ? n / kKvStreams : 0; }
-
-void prefetch_kv_row(const uint16_t* row, size_t dim) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (size_t o = 0; o < dim * 2; o += kLine) _mm_prefetch(p + o, _MM_HINT_T0);
-}
+constexpr size_t kKvRowsAhead = 8;  // per stream (simd/kv_streams.h)
 
 // Scores of the 4 rows k0 + j * step (j < 4), written to out[at[j]].
 void score4(const float* q, const uint16_t* k0, size_t step, size_t dim, float scale, float* out,
@@ -470,19 +461,7 @@ void score4(const float* q, const uint16_t* k0, size_t step, size_t dim, float s
 }
 
 void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
-  const size_t per = kv_stream_rows(n_keys);
-  for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
-    if (i + kKvRowsAhead < per)
-      for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(k + (j * per + i + kKvRowsAhead) * stride, dim);
-    const size_t at[4] = {i, per + i, 2 * per + i, 3 * per + i};
-    score4(q, k + i * stride, per * stride, dim, scale, out, at);
-  }
-  size_t p = kKvStreams * per;
-  for (; p + 4 <= n_keys; p += 4) {
-    const size_t at[4] = {p, p + 1, p + 2, p + 3};
-    score4(q, k + p * stride, stride, dim, scale, out, at);
-  }
-  for (; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
+  scores_by_streams<kKvRowsAhead, score4, dot_f16>(q, k, stride, n_keys, dim, scale, out);
 }
 
 void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stride, size_t n_rows, size_t dim) {

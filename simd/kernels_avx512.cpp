@@ -28,6 +28,7 @@
 #include "runtime/model/q4_0x16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
+#include "simd/kv_streams.h"
 #include "simd/matmul_tiling.h"
 
 namespace lmrt::simd {
@@ -741,21 +742,7 @@ __m512 load_f32(const float* p, size_t i, size_t dim) {
   return i + 16 <= dim ? _mm512_loadu_ps(p + i) : _mm512_maskz_loadu_ps(first_floats(dim - i), p + i);
 }
 
-// One head's KV entries are consecutive in the arena, so a decode call reads one sequential stream of
-// keys (then values); one stream leaves a core at about 60 % of its read bandwidth here (a single read
-// stream gets ~12 GB/s, several ~20). Both kernels therefore read the rows as kKvStreams interleaved
-// streams, each over its own stretch of the positions, and prefetch each a few rows ahead.
-constexpr size_t kKvStreams = 4;
-constexpr size_t kKvRowsAhead = 16;  // per stream
-constexpr size_t kMinKvStreamRows = 16;
-
-void prefetch_kv_row(const uint16_t* row, size_t dim) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (size_t o = 0; o < dim * 2; o += kLine) _mm_prefetch(p + o, _MM_HINT_T0);
-}
-
-// Rows per stream when the n rows are read as kKvStreams streams (0: too few rows, read in order).
-size_t kv_stream_rows(size_t n) { return n / kKvStreams >= kMinKvStreamRows ? n / kKvStreams : 0; }
+constexpr size_t kKvRowsAhead = 16;  // per stream (simd/kv_streams.h)
 
 // Scores of the 4 rows k0 + j * step (j < 4), written to out[at[j]].
 void score4(const float* q, const uint16_t* k0, size_t step, size_t dim, float scale, float* out,
@@ -774,19 +761,7 @@ void score4(const float* q, const uint16_t* k0, size_t step, size_t dim, float s
 }
 
 void scores_f16(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale, float* out) {
-  const size_t per = kv_stream_rows(n_keys);
-  for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
-    if (i + kKvRowsAhead < per)
-      for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(k + (j * per + i + kKvRowsAhead) * stride, dim);
-    const size_t at[4] = {i, per + i, 2 * per + i, 3 * per + i};
-    score4(q, k + i * stride, per * stride, dim, scale, out, at);
-  }
-  size_t p = kKvStreams * per;
-  for (; p + 4 <= n_keys; p += 4) {
-    const size_t at[4] = {p, p + 1, p + 2, p + 3};
-    score4(q, k + p * stride, stride, dim, scale, out, at);
-  }
-  for (; p < n_keys; ++p) out[p] = dot_f16(q, k + p * stride, dim) * scale;
+  scores_by_streams<kKvRowsAhead, score4, dot_f16>(q, k, stride, n_keys, dim, scale, out);
 }
 
 // Up to 64 output elements stay in registers (kRegs of them, a template parameter so the accumulators
