@@ -39,33 +39,42 @@ for m in $models; do
   [[ -f $x16 && $x16 -nt $f ]] || "$lmrt" quantize --interleave -m "$f" -o "$x16" >&2
 done
 
+# The host's bandwidth drifts by tens of percent within minutes (other tenants), so each engine's sample is
+# paired with the read bandwidth measured right before and right after it (their mean), and the roofline
+# fraction is taken per sample; compare_table.py prints the median of those fractions.
 : > "$out"
-declare -A bandwidth
-measure_bw() {  # appends one bandwidth sample per thread count
-  for t in $threads_list; do
-    local g
-    g=$("$bw" "$t" 1024 7 | sed -E 's/.*median ([0-9.]+) GB.*/\1/')
-    echo "{\"kind\":\"bandwidth\",\"threads\":$t,\"gbs\":$g}" >> "$out"
-  done
+bw_sample() {  # bw_sample THREADS: prints one median read bandwidth in GB/s
+  "$bw" "$1" 1024 5 | sed -E 's/.*median ([0-9.]+) GB.*/\1/'
 }
+# run_engine KIND THREADS BW_BEFORE CMD...: runs one bench process, appends its JSON line with the paired
+# bandwidth, and leaves the bandwidth measured after it in $bw_after.
+run_engine() {
+  local kind=$1 t=$2 before=$3 json
+  shift 3
+  json=$("$@")
+  bw_after=$(bw_sample "$t")
+  echo "{\"kind\":\"bandwidth\",\"threads\":$t,\"gbs\":$bw_after}" >> "$out"
+  jq -c --arg kind "$kind" --arg m "$m" --argjson b "$before" --argjson a "$bw_after" \
+    '{kind:$kind, model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median,
+      rss:(.peak_rss_mib // .rss_mib), file_mib, kv_mib, bw:(($b + $a) / 2)}' <<< "$json" >> "$out"
+}
+peer_json() { "$peer" "$@" --reps 1 --json 2>/dev/null | sed -n -e "s/^RESULT //" -e "/^{/p"; }
 
-measure_bw
 for r in $(seq 1 "$rounds"); do
   for m in $models; do
     f=$models_dir/$m-q4_0.gguf
     for t in $threads_list; do
       for p in $prompts; do
         echo "round $r/$rounds: $m threads=$t P=$p" >&2
-        "$lmrt" bench -m "$f" -t "$t" -p "$p" -n "$gen" --reps 1 --json |
-          jq -c --arg m "$m" '{kind:"lmrt", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.peak_rss_mib, file_mib, kv_mib}' >> "$out"
-        "$lmrt" bench -m "$models_dir/$m-q4_0x16.gguf" -t "$t" -p "$p" -n "$gen" --reps 1 --json |
-          jq -c --arg m "$m" '{kind:"lmrt_x16", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.peak_rss_mib, file_mib, kv_mib}' >> "$out"
-        "$peer" "$f" "$t" "$p" "$gen" --reps 1 --json 2>/dev/null | sed -n -e "s/^RESULT //" -e "/^{/p" |
-          jq -c --arg m "$m" '{kind:"llamacpp", model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median, rss:.rss_mib}' >> "$out"
+        bw_after=$(bw_sample "$t")
+        echo "{\"kind\":\"bandwidth\",\"threads\":$t,\"gbs\":$bw_after}" >> "$out"
+        run_engine lmrt "$t" "$bw_after" "$lmrt" bench -m "$f" -t "$t" -p "$p" -n "$gen" --reps 1 --json
+        run_engine lmrt_x16 "$t" "$bw_after" \
+          "$lmrt" bench -m "$models_dir/$m-q4_0x16.gguf" -t "$t" -p "$p" -n "$gen" --reps 1 --json
+        run_engine llamacpp "$t" "$bw_after" peer_json "$f" "$t" "$p" "$gen"
       done
     done
   done
-  measure_bw
 done
 
 # Bytes read per decoded token: every 2-D weight once, except the embedding table (one row), plus the KV

@@ -5,7 +5,9 @@ usage: compare_table.py RESULTS.jsonl
 
 Medians over the rounds; ratios lmrt / llama.cpp; the decode roofline fraction = decode tok/s x bytes
 read per decoded token / read bandwidth with that many threads (tests/bench/read_bandwidth.cpp, best
-access pattern, measured in the same run). Bytes read per token = every 2-D weight once (the embedding
+access pattern). The host's bandwidth drifts within minutes, so each process's fraction uses the mean of
+the bandwidth measured right before and right after it, and the table gives the median of those
+per-process fractions (rows without a paired bandwidth fall back to the run's median bandwidth). Bytes read per token = every 2-D weight once (the embedding
 table: one row) + the F16 KV rows of every layer at the mean context length of the timed decode
 (P + G / 2). Peak RSS budget = file + KV arena + 64 MiB.
 
@@ -48,12 +50,16 @@ def table(kind, title):
         ld, cd = med(sel(kind, "decode")), med(sel("llamacpp", "decode"))
         s = shape[k[0]]
         bytes_per_token = s["bytes_per_token"] + s.get("kv_bytes_per_position", 0) * (k[2] + s.get("gen", 128) / 2)
-        b = med(bw[k[1]]) * 1e9
-        roof = lambda d: d * bytes_per_token / b
+        run_bw = med(bw[k[1]])
+
+        def roof(which):
+            return med([r["decode"] * bytes_per_token / (r.get("bw") or run_bw) / 1e9 for r in rows
+                        if r["kind"] == which and (r["model"], r["threads"], r["P"]) == k
+                        and r.get("decode") is not None])
         lr = [r for r in rows if r["kind"] == kind and (r["model"], r["threads"], r["P"]) == k]
         budget = lr[0]["file_mib"] + lr[0]["kv_mib"] + 64
         print(f"| {k[0]} | {k[1]} | {k[2]} | {lp:.1f} | {cp:.1f} | {lp/cp:.2f} | {ld:.1f} | {cd:.1f} | {ld/cd:.2f} | "
-              f"{roof(ld):.0%} | {roof(cd):.0%} | {max(sel(kind, 'rss')):.0f} ({budget:.0f}) | "
+              f"{roof(kind):.0%} | {roof('llamacpp'):.0%} | {max(sel(kind, 'rss')):.0f} ({budget:.0f}) | "
               f"{max(sel('llamacpp', 'rss')):.0f} |")
 
 
