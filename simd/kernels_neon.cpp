@@ -1,12 +1,16 @@
 // NEON kernel table for AArch64. The file is compiled for plain ARMv8-A, whose Advanced SIMD every
-// AArch64 CPU has; only the Q4_0 tile of the dot-product table is compiled for ARMv8.2-A + dotprod
-// (a target attribute), and neon_kernels() hands out that table only when the CPU reports ASIMDDP.
+// AArch64 CPU has; only the Q4_0 and Q4_0x16 kernels of the dot-product table are compiled for
+// ARMv8.2-A + dotprod (a target attribute), and neon_kernels() hands out that table only when the CPU
+// reports ASIMDDP.
 //
 // Q4_0 x Q8_0: a block's 16 weight bytes become two signed int8 vectors (low nibbles = elements 0..15,
 // high nibbles = 16..31, each minus 8), which is the order of the activation block's two 16-byte halves.
 // With dotprod, two SDOTs give four int32 lanes; without it, SMULL/SMLAL pairs sum products in int16
 // (four products of |w| <= 8 and |x| <= 128 stay below 2^15) and a pairwise add widens to int32. Integer
 // sums are exact either way; only the float accumulation order differs from the scalar reference.
+//
+// Q4_0x16 decode reads the interleaved units directly (SDOT by lane, or SMLAL without dotprod; see its
+// section); Q4_0x16 batches un-interleave groups for the Q4_0 tiles (q4_0x16_via_q4_0.h).
 //
 // Float matmuls (F32, F16, BF16, and Q8_0 weights against float activations, see kernels_scalar.cpp)
 // walk 8 elements a step. F16 widens with FCVTL, which is base ARMv8-A and exact for every finite half.
@@ -22,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/model/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
@@ -70,6 +75,13 @@ ActBlock load_act(const uint8_t* p) {
   float d;
   std::memcpy(&d, p + offsetof(BlockQ8Act, d), sizeof d);
   return {vld1q_s8(q), vld1q_s8(q + 16), vdupq_n_f32(d)};
+}
+
+// The block's -8 * sum(qs), for kernels that use Q4_0 nibbles unsigned (Q4_0x16 decode).
+int32_t load_minus8_sum(const uint8_t* p) {
+  int32_t s;
+  std::memcpy(&s, p + offsetof(BlockQ8Act, minus8_sum), sizeof s);
+  return s;
 }
 
 // ---- Q4_0 weights. ----
@@ -164,6 +176,126 @@ struct Q4_0WideningTiles : Q4_0TileShape {
     q4_0_tile<WideningBlockDot, R, T, kPrefetch>(a, r, t);
   }
 };
+
+// ---- Q4_0x16 decode (runtime/model/q4_0x16.h) ----
+//
+// A unit's 64-byte line c is four 16-byte registers of 4 rows each, one row's 4 nibble bytes per 32-bit
+// lane: its low nibbles pair with activation bytes 4c..4c+3 and its high nibbles with 16+4c..16+4c+3,
+// the same 4 bytes for every row. The nibbles are used unsigned (0..15) and each row's integer sum starts
+// at the block's minus8_sum, which adds the -8 offset of all 32 weights at once. The 16 fp16 scales
+// widen to four float32x4, one per register of rows, so no horizontal sums are needed. Decode only; a
+// batch goes through q4_0x16_via_q4_0.h.
+
+constexpr size_t kX16UnitsAhead = 4;  // prefetch distance, in units of each stream
+
+// The integer dot products of rows 4k..4k+3 of one unit with one activation block, starting from
+// `init`; q points at the unit's line 0 plus 16k (line c is 64c further). With dotprod, SDOT by lane
+// multiplies each row's 4 bytes by the lane-th activation dword.
+struct SdotX16Rows {
+  template <int kLine>
+  LMRT_TARGET_DOTPROD static void line(int32x4_t& lo, int32x4_t& hi, const uint8_t* q, const ActBlock& x) {
+    const uint8x16_t v = vld1q_u8(q + kLine * 64);
+    lo = vdotq_laneq_s32(lo, vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))), x.lo, kLine);
+    hi = vdotq_laneq_s32(hi, vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), x.hi, kLine);
+  }
+  LMRT_TARGET_DOTPROD static int32x4_t rows4(const uint8_t* q, const ActBlock& x, int32x4_t init) {
+    int32x4_t lo = init, hi = vdupq_n_s32(0);  // two chains, so the SDOTs do not wait on each other
+    line<0>(lo, hi, q, x);
+    line<1>(lo, hi, q, x);
+    line<2>(lo, hi, q, x);
+    line<3>(lo, hi, q, x);
+    return vaddq_s32(lo, hi);
+  }
+};
+
+// Without dotprod: SMLAL sums products in int16 lanes, rows 0-1 in one register and rows 2-3 in the
+// other; all 8 products of a lane (4 lines, low and high nibbles) fit, 8 x 15 x 128 = 15360 < 2^15.
+// Pairwise adds then reduce each row's 4 lanes to one int32.
+struct WideningX16Rows {
+  template <int kLine>
+  static void line(int16x8_t& r01, int16x8_t& r23, const uint8_t* q, const ActBlock& x) {
+    const uint8x16_t v = vld1q_u8(q + kLine * 64);
+    const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F)));
+    const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    const int8x16_t xl = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x.lo), kLine));
+    const int8x16_t xh = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x.hi), kLine));
+    r01 = vmlal_s8(r01, vget_low_s8(lo), vget_low_s8(xl));
+    r01 = vmlal_s8(r01, vget_low_s8(hi), vget_low_s8(xh));
+    r23 = vmlal_high_s8(r23, lo, xl);
+    r23 = vmlal_high_s8(r23, hi, xh);
+  }
+  static int32x4_t rows4(const uint8_t* q, const ActBlock& x, int32x4_t init) {
+    int16x8_t r01 = vdupq_n_s16(0), r23 = r01;
+    line<0>(r01, r23, q, x);
+    line<1>(r01, r23, q, x);
+    line<2>(r01, r23, q, x);
+    line<3>(r01, r23, q, x);
+    return vaddq_s32(init, vpaddq_s32(vpaddlq_s16(r01), vpaddlq_s16(r23)));
+  }
+};
+
+// The 16 outputs of each of S groups (tiling::run_x16_decode), written once; each table's groups()
+// inlines it under its own target.
+template <class Rows, int S>
+[[gnu::always_inline]] inline void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const uint8_t* x,
+                                                         float* const (&y)[S]) {
+  float32x4_t acc[S][4];
+#pragma GCC unroll 8
+  for (int s = 0; s < S; ++s)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) acc[s][k] = vdupq_n_f32(0.0f);
+  for (size_t b = 0; b < nb; ++b) {
+    const uint8_t* xb = x + b * kActBytes;
+    const ActBlock xa = load_act(xb);
+    const int32x4_t m8 = vdupq_n_s32(load_minus8_sum(xb));
+#pragma GCC unroll 8
+    for (int s = 0; s < S; ++s) {
+      const uint8_t* unit = p[s] + b * kQ4_0x16UnitBytes;
+      prefetch_span<kQ4_0x16UnitBytes>(unit + kX16UnitsAhead * kQ4_0x16UnitBytes);
+      const float16x8_t d0 = vreinterpretq_f16_u8(vld1q_u8(unit)), d1 = vreinterpretq_f16_u8(vld1q_u8(unit + 16));
+      const float32x4_t dw[4] = {vcvt_f32_f16(vget_low_f16(d0)), vcvt_high_f32_f16(d0), vcvt_f32_f16(vget_low_f16(d1)),
+                                 vcvt_high_f32_f16(d1)};
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const int32x4_t dot = Rows::rows4(unit + 32 + 16 * k, xa, m8);
+        acc[s][k] = vfmaq_f32(acc[s][k], vcvtq_f32_s32(dot), vmulq_f32(dw[k], xa.d));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int s = 0; s < S; ++s)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) vst1q_f32(y[s] + 4 * k, acc[s][k]);
+}
+
+// 4 streams: 16 float accumulators, half the 32 registers (GCC 12 keeps some on the stack; those L1
+// loads and stores are cheap next to the weight stream).
+struct Q4_0x16SdotDecode {
+  static constexpr int kMaxStreams = 4;
+  template <int S>
+  LMRT_TARGET_DOTPROD static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
+    q4_0x16_decode_groups<SdotX16Rows, S>(p, nb, static_cast<const uint8_t*>(x), y);
+  }
+};
+
+struct Q4_0x16WideningDecode {
+  static constexpr int kMaxStreams = 4;
+  template <int S>
+  static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
+    q4_0x16_decode_groups<WideningX16Rows, S>(p, nb, static_cast<const uint8_t*>(x), y);
+  }
+};
+
+// Decode reads the interleaved units directly; a batch turns groups back into rows for the Q4_0 tiles.
+template <class Decode, MatmulFn kQ4_0>
+void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                    size_t r0, size_t r1, float* y, size_t ldy) {
+  if (n_tok != 1) {
+    matmul_q4_0x16_via_q4_0<kQ4_0>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    return;
+  }
+  tiling::run_x16_decode<Decode>(w, w_row_bytes, x, n, r0, r1, y);
+}
 
 // ---- Float matmuls. ----
 // 8 floats.
@@ -294,9 +426,11 @@ struct FloatTiles {
   }
 };
 
+// Not inlined into q4_0x16_via_q4_0.h's fallback: every other caller goes through the table anyway, and
+// inlined with that caller's constant row range GCC 12 warns about a loop it cannot prove finite.
 template <class K>
-void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
-            size_t r1, float* y, size_t ldy) {
+[[gnu::noinline]] void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
+                              size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
   tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
@@ -395,8 +529,8 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
   for (size_t p = 0; p < n_rows; ++p) axpy_f16(out, w[p], v + p * stride, dim);
 }
 
-// The two tables differ only in the Q4_0 matmul.
-template <MatmulFn kQ4_0>
+// The two tables differ only in the Q4_0 and Q4_0x16 matmuls.
+template <MatmulFn kQ4_0, MatmulFn kQ4_0x16>
 constexpr Kernels make_table() {
   return {
       Isa::neon,
@@ -405,7 +539,7 @@ constexpr Kernels make_table() {
       matmul<FloatTiles<BF16Weights>>,
       matmul<FloatTiles<Q8_0FloatWeights>>,
       kQ4_0,
-      matmul_q4_0x16_via_q4_0<kQ4_0>,
+      kQ4_0x16,
       quantize_q8_act,
       Ops::rmsnorm,
       Ops::softmax,
@@ -424,8 +558,10 @@ constexpr Kernels make_table() {
   };
 }
 
-const Kernels kNeon = make_table<matmul<Q4_0WideningTiles>>();
-const Kernels kNeonDotprod = make_table<matmul<Q4_0SdotTiles>>();
+const Kernels kNeon =
+    make_table<matmul<Q4_0WideningTiles>, matmul_q4_0x16<Q4_0x16WideningDecode, matmul<Q4_0WideningTiles>>>();
+const Kernels kNeonDotprod =
+    make_table<matmul<Q4_0SdotTiles>, matmul_q4_0x16<Q4_0x16SdotDecode, matmul<Q4_0SdotTiles>>>();
 
 }  // namespace
 

@@ -311,6 +311,10 @@ TEST_P(SimdKernels, Q4_0x16MatchesQ4_0) {
   check_q4_0x16(k(), 32 * 3, 70, 16, 48, seed++);
   check_q4_0x16(k(), 32 * 130, 13, 0, 32, seed++);
   check_q4_0x16(k(), 64, 5, 16, 16, seed++);  // empty range
+  // Decode on 4-stream kernels (NEON, AVX2): 7 groups are 4 x 1 then three alone; 2 groups only alone.
+  check_q4_0x16(k(), 32 * 5, 1, 16, 16 + 16 * 7, seed++);
+  check_q4_0x16(k(), 32 * 9, 1, 48, 48 + 16 * 2, seed++);
+  check_q4_0x16(k(), 64, 1, 32, 32, seed++);  // empty range, one token
 }
 
 // Y = W^T through X = identity: every finite F16 / BF16 value must widen exactly as fp16.h does.
