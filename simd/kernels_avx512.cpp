@@ -502,6 +502,16 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
 
 struct Q4_0x16Decode {
   static constexpr int kMaxStreams = 8;
+  // The first kX16UnitsAhead units of each stream, into L2: a matmul's streams then start without a run
+  // of demand misses (+4 % on the 110m shape's small matrices, same-process A/B).
+  template <int S>
+  static void start(const uint8_t* const (&p)[S]) {
+    for (size_t b = 0; b < kX16UnitsAhead; ++b)
+      for (int s = 0; s < S; ++s) {
+        const char* u = reinterpret_cast<const char*>(p[s] + b * kQ4_0x16UnitBytes);
+        for (size_t o = 0; o < kQ4_0x16UnitBytes + kLine; o += kLine) _mm_prefetch(u + o, _MM_HINT_T1);
+      }
+  }
   template <int S>
   static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
     q4_0x16_decode_groups<S>(p, nb, static_cast<const BlockQ8Act*>(x), y);

@@ -87,9 +87,16 @@ void run_tiled(const void* w, size_t w_row_bytes, const void* x, size_t x_row_by
   }
 }
 
-// S groups of 16 rows at once, stream s reading groups g0 + s * per + i for i < per.
+// S groups of 16 rows at once, stream s reading groups g0 + s * per + i for i < per. A K that has
+// `template <int S> static void start(const uint8_t* const (&p)[S])` is told where its streams begin
+// (to prefetch their first units, which its in-loop prefetch, running ahead of the read, never covers).
 template <class K, int S>
 void x16_streams(const uint8_t* w, size_t group_bytes, size_t nb, const void* x, size_t g0, size_t per, float* y) {
+  if constexpr (requires(const uint8_t* const(&p)[S]) { K::template start<S>(p); }) {
+    const uint8_t* first[S];
+    for (int s = 0; s < S; ++s) first[s] = w + (g0 + s * per) * group_bytes;
+    K::template start<S>(first);
+  }
   for (size_t i = 0; i < per; ++i) {
     const uint8_t* p[S];
     float* ys[S];
