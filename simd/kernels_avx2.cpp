@@ -473,6 +473,7 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
       const uint16_t* row = v + p * stride + i0;
       for (size_t c = 0; c < 4; ++c) acc[c] = _mm256_fmadd_ps(wp, load_f16x8(row + 8 * c), acc[c]);
     };
+    prefetch_kv_stream_starts(v + i0, per, stride, 32, kKvRowsAhead);
     for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
       if (i + kKvRowsAhead < per)
         for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(v + (j * per + i + kKvRowsAhead) * stride + i0, 32);

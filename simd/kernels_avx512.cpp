@@ -503,7 +503,7 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
 struct Q4_0x16Decode {
   static constexpr int kMaxStreams = 8;
   // The first kX16UnitsAhead units of each stream, into L2: a matmul's streams then start without a run
-  // of demand misses (+4 % on the 110m shape's small matrices, same-process A/B).
+  // of demand misses (+1-2 % on the 110m shape's small matrices, same-process A/B; the 1.1B shape alike).
   template <int S>
   static void start(const uint8_t* const (&p)[S]) {
     for (size_t b = 0; b < kX16UnitsAhead; ++b)
@@ -786,6 +786,7 @@ void weighted_sum_cols(float* out, const float* w, const uint16_t* v, size_t str
     for (size_t c = 0; c < kRegs; ++c) acc[j][c] = _mm512_setzero_ps();
   const size_t span = std::min<size_t>(dim - i0, 64);
   const size_t per = kv_stream_rows(n_rows);
+  prefetch_kv_stream_starts(v + i0, per, stride, span, kKvRowsAhead);
   for (size_t i = 0; i < per; ++i) {
     if (i + kKvRowsAhead < per)
       for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(v + (j * per + i + kKvRowsAhead) * stride + i0, span);
@@ -879,12 +880,14 @@ void attend_heads(const float* q, size_t n_q, const uint16_t* k, const uint16_t*
       _mm_mask_storeu_ps(scratch + j * n_pos + at, m, _mm_mul_ps(reduce4(a[0], a[1], a[2], a[3]), sc));
     }
   };
+  prefetch_kv_stream_starts(k, per, hd, hd, kKvRowsAhead);
   for (size_t i = 0; i < per; ++i) {
     if (i + kKvRowsAhead < per)
       for (size_t s = 0; s < kKvStreams; ++s) prefetch_kv_row(k + (s * per + i + kKvRowsAhead) * hd, hd);
     score_rows(i, per, 4, 4 * i);
   }
   for (size_t p0 = streamed; p0 < n_pos; p0 += 4) score_rows(p0, 1, n_pos - p0 < 4 ? n_pos - p0 : 4, p0);
+  prefetch_kv_stream_starts(v, per, hd, hd, kKvRowsAhead);  // arrives while the softmax runs
   for (size_t j = 0; j < n_q; ++j) Ops::softmax(scratch + j * n_pos, n_pos);
 
   // Values: passes of up to kPass heads.

@@ -27,6 +27,18 @@ void prefetch_kv_row(const uint16_t* row, size_t dim) {
   for (size_t o = 0; o < dim * 2; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
+// Prefetches into L2 the first `ahead` rows of each of the kKvStreams streams of `per` rows (rows
+// j * per + i, i < ahead, `stride` halves apart): the in-loop prefetch runs `ahead` rows in front of the
+// reads and never covers a stream's start, which at a few hundred positions is a large share of its rows.
+void prefetch_kv_stream_starts(const uint16_t* rows, size_t per, size_t stride, size_t dim, size_t ahead) {
+  const size_t n = ahead < per ? ahead : per;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < kKvStreams; ++j) {
+      const char* p = reinterpret_cast<const char*>(rows + (j * per + i) * stride);
+      for (size_t o = 0; o < dim * 2; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    }
+}
+
 // out[p] = scale * q . k_p for the n_keys rows k_p = k + p * stride: 4 rows at a time through the ISA
 // file's kScore4(q, k0, step, dim, scale, out, at) (rows k0 + j * step, j < 4, to out[at[j]]), first
 // one row from each stream, then consecutive rows, then kDot for the last few.
@@ -34,6 +46,7 @@ template <size_t kRowsAhead, auto kScore4, auto kDot>
 void scores_by_streams(const float* q, const uint16_t* k, size_t stride, size_t n_keys, size_t dim, float scale,
                        float* out) {
   const size_t per = kv_stream_rows(n_keys);
+  prefetch_kv_stream_starts(k, per, stride, dim, kRowsAhead);
   for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
     if (i + kRowsAhead < per)
       for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(k + (j * per + i + kRowsAhead) * stride, dim);
