@@ -295,8 +295,7 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
     const auto* xd = reinterpret_cast<const uint8_t*>(xb.qs);
     __m256i sum16[S][2];
     for (int s = 0; s < S; ++s) {
-      const char* ahead = reinterpret_cast<const char*>(p[s] + (b + kX16UnitsAhead) * kQ4_0x16UnitBytes);
-      for (size_t o = 0; o < kQ4_0x16UnitBytes + kLine; o += kLine) _mm_prefetch(ahead + o, _MM_HINT_T0);
+      prefetch_span<kQ4_0x16UnitBytes>(p[s] + (b + kX16UnitsAhead) * kQ4_0x16UnitBytes);
       sum16[s][0] = sum16[s][1] = _mm256_setzero_si256();
     }
     for (size_t c = 0; c < 4; ++c) {
@@ -475,8 +474,7 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
     };
     prefetch_kv_stream_starts(v + i0, per, stride, 32, kKvRowsAhead);
     for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
-      if (i + kKvRowsAhead < per)
-        for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(v + (j * per + i + kKvRowsAhead) * stride + i0, 32);
+      prefetch_kv_streams_ahead(v + i0, per, i, stride, 32, kKvRowsAhead);
       for (size_t j = 0; j < kKvStreams; ++j) add_row(j * per + i);
     }
     for (size_t p = kKvStreams * per; p < n_rows; ++p) add_row(p);

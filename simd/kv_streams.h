@@ -21,22 +21,27 @@ constexpr size_t kMinKvStreamRows = 16;
 // Rows per stream when n rows are read as kKvStreams streams (0: too few rows, read them in order).
 size_t kv_stream_rows(size_t n) { return n / kKvStreams >= kMinKvStreamRows ? n / kKvStreams : 0; }
 
-// Prefetches the dim halves of one KV row into L1.
+// Prefetches the dim halves of one KV row (into L1 unless told otherwise).
+template <_mm_hint kHint = _MM_HINT_T0>
 void prefetch_kv_row(const uint16_t* row, size_t dim) {
   const char* p = reinterpret_cast<const char*>(row);
-  for (size_t o = 0; o < dim * 2; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  for (size_t o = 0; o < dim * 2; o += 64) _mm_prefetch(p + o, kHint);
 }
 
-// Prefetches into L2 the first `ahead` rows of each of the kKvStreams streams of `per` rows (rows
-// j * per + i, i < ahead, `stride` halves apart): the in-loop prefetch runs `ahead` rows in front of the
-// reads and never covers a stream's start, which at a few hundred positions is a large share of its rows.
+// In step i of a loop over the kKvStreams streams of `per` rows (rows j * per + i, `stride` halves
+// apart), prefetches row i + ahead of each stream, none past a stream's end.
+void prefetch_kv_streams_ahead(const uint16_t* rows, size_t per, size_t i, size_t stride, size_t dim, size_t ahead) {
+  if (i + ahead < per)
+    for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(rows + (j * per + i + ahead) * stride, dim);
+}
+
+// Prefetches into L2 the first `ahead` rows of each stream: prefetch_kv_streams_ahead runs `ahead` rows
+// in front of the reads and never covers a stream's start, which at a few hundred positions is a large
+// share of its rows.
 void prefetch_kv_stream_starts(const uint16_t* rows, size_t per, size_t stride, size_t dim, size_t ahead) {
   const size_t n = ahead < per ? ahead : per;
   for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j < kKvStreams; ++j) {
-      const char* p = reinterpret_cast<const char*>(rows + (j * per + i) * stride);
-      for (size_t o = 0; o < dim * 2; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
-    }
+    for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row<_MM_HINT_T1>(rows + (j * per + i) * stride, dim);
 }
 
 // out[p] = scale * q . k_p for the n_keys rows k_p = k + p * stride: 4 rows at a time through the ISA
@@ -48,8 +53,7 @@ void scores_by_streams(const float* q, const uint16_t* k, size_t stride, size_t 
   const size_t per = kv_stream_rows(n_keys);
   prefetch_kv_stream_starts(k, per, stride, dim, kRowsAhead);
   for (size_t i = 0; i < per; ++i) {  // rows i, i + per, i + 2 per, i + 3 per
-    if (i + kRowsAhead < per)
-      for (size_t j = 0; j < kKvStreams; ++j) prefetch_kv_row(k + (j * per + i + kRowsAhead) * stride, dim);
+    prefetch_kv_streams_ahead(k, per, i, stride, dim, kRowsAhead);
     const size_t at[4] = {i, per + i, 2 * per + i, 3 * per + i};
     kScore4(q, k + i * stride, per * stride, dim, scale, out, at);
   }

@@ -1,7 +1,7 @@
-// Q4_0x16 matmul where a table has no kernel of its own (NEON; AVX2 batches): each group of 16 rows
-// is turned back into standard Q4_0 rows on the stack, a slab of blocks at a time, and handed to the
-// ISA's own Q4_0 matmul. Correct everywhere; for decode it costs an extra copy, which is why the x86
-// tables read interleaved units directly there.
+// Q4_0x16 batches where a table has no kernel of its own (AVX2, NEON): each group of 16 rows is turned
+// back into standard Q4_0 rows on the stack, a slab of blocks at a time, and handed to the ISA's own
+// Q4_0 matmul. Correct everywhere; it costs an extra copy, which is why every table's decode reads the
+// interleaved units directly.
 //
 // Included by each ISA's kernel file; the anonymous namespace gives every file its own copy, so
 // code compiled for different ISAs is never merged at link time.
