@@ -43,8 +43,9 @@ done
 # paired with the read bandwidth measured right before and right after it (their mean), and the roofline
 # fraction is taken per sample; compare_table.py prints the median of those fractions.
 : > "$out"
-bw_sample() {  # bw_sample THREADS: prints one median read bandwidth in GB/s
-  "$bw" "$1" 1024 5 | sed -E 's/.*median ([0-9.]+) GB.*/\1/'
+measure_bw() {  # measure_bw THREADS: one median read bandwidth in GB/s into $bw_after, and a JSON line
+  bw_after=$("$bw" "$1" 1024 5 | sed -E 's/.*median ([0-9.]+) GB.*/\1/')
+  echo "{\"kind\":\"bandwidth\",\"threads\":$1,\"gbs\":$bw_after}" >> "$out"
 }
 # run_engine KIND THREADS BW_BEFORE CMD...: runs one bench process, appends its JSON line with the paired
 # bandwidth, and leaves the bandwidth measured after it in $bw_after.
@@ -52,8 +53,7 @@ run_engine() {
   local kind=$1 t=$2 before=$3 json
   shift 3
   json=$("$@")
-  bw_after=$(bw_sample "$t")
-  echo "{\"kind\":\"bandwidth\",\"threads\":$t,\"gbs\":$bw_after}" >> "$out"
+  measure_bw "$t"
   jq -c --arg kind "$kind" --arg m "$m" --argjson b "$before" --argjson a "$bw_after" \
     '{kind:$kind, model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median,
       rss:(.peak_rss_mib // .rss_mib), file_mib, kv_mib, bw:(($b + $a) / 2)}' <<< "$json" >> "$out"
@@ -66,8 +66,7 @@ for r in $(seq 1 "$rounds"); do
     for t in $threads_list; do
       for p in $prompts; do
         echo "round $r/$rounds: $m threads=$t P=$p" >&2
-        bw_after=$(bw_sample "$t")
-        echo "{\"kind\":\"bandwidth\",\"threads\":$t,\"gbs\":$bw_after}" >> "$out"
+        measure_bw "$t"
         run_engine lmrt "$t" "$bw_after" "$lmrt" bench -m "$f" -t "$t" -p "$p" -n "$gen" --reps 1 --json
         run_engine lmrt_x16 "$t" "$bw_after" \
           "$lmrt" bench -m "$models_dir/$m-q4_0x16.gguf" -t "$t" -p "$p" -n "$gen" --reps 1 --json
