@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "runtime/util/fp16.h"
 
@@ -16,6 +17,15 @@ size_t attention_scratch_floats(uint32_t n_ctx, uint32_t head_dim, uint32_t grou
   const size_t n = std::max({static_cast<size_t>(n_ctx) + head_dim, simd::attend_scratch_floats(n_ctx, head_dim),
                              static_cast<size_t>(group) * n_ctx});
   return (n + 15) / 16 * 16;
+}
+
+// `thread`'s rows of an n_rows matrix in a decode step: a contiguous share of whole 16-row groups. One
+// fixed share per thread (not chunks handed out dynamically) is what lets each thread pull its share of
+// the next matrix while it waits at the barrier before it.
+std::pair<size_t, size_t> decode_rows(size_t n_rows, size_t thread, size_t n_threads) {
+  const size_t groups = (n_rows + 15) / 16;
+  const size_t g0 = groups * thread / n_threads, g1 = groups * (thread + 1) / n_threads;
+  return {std::min(g0 * 16, n_rows), std::min(g1 * 16, n_rows)};
 }
 
 }  // namespace
@@ -66,7 +76,7 @@ size_t LlamaGraph::scratch_bytes() const {
 }
 
 void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,
-                        ThreadPool& pool) {
+                        ThreadPool& pool, const NextDispatch& next) {
   const size_t n = targets[0].w->n_cols;  // every target reads the same input rows
   const simd::BlockQ8Act* xq = nullptr;
   bool any_q8 = false;
@@ -85,14 +95,32 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
     }
     xq = q;
   }
-  // Each target's rows are cut into chunks of whole 16-row groups, handed out dynamically: 4 per thread
-  // for a batch, 2 in decode (bigger chunks give the decode kernels more distant streams to read at
-  // once, which beat the finer balance: 110m, 2 threads, +8 % decode), one when the pool has one thread.
-  // The chunks of all targets go through one dispatch, so Q, K and V (or gate and up) cost one pool
-  // barrier, not three.
+  auto run_rows = [&](const MatmulTarget& t, size_t r0, size_t r1) {
+    const bool q8 = simd::takes_q8_activations(t.w->type);
+    const void* xin = q8 ? static_cast<const void*>(xq) : static_cast<const void*>(x);
+    const size_t x_row_bytes = q8 ? n / 32 * sizeof(simd::BlockQ8Act) : ldx * sizeof(float);
+    simd::matmul_for(*k_, t.w->type)(t.w->data, t.w->row_bytes, xin, x_row_bytes, n, n_tok, r0, r1, t.y, t.ldy);
+  };
+  if (n_tok == 1) {
+    // Decode: each thread reads its fixed share of every target (decode_rows), then pulls its share of
+    // the next dispatch while it waits. 110m shape, 2 threads: +9 % decode over chunks handed out
+    // dynamically (2 per thread); the 1.1B shape -1 to +2 %.
+    pool.run(
+        [&](size_t thread, size_t n_threads) {
+          for (size_t i = 0; i < count; ++i) {
+            const auto [r0, r1] = decode_rows(targets[i].w->n_rows, thread, n_threads);
+            if (r0 < r1) run_rows(targets[i], r0, r1);
+          }
+        },
+        [&](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); });
+    return;
+  }
+  // A batch: each target's rows are cut into chunks of whole 16-row groups, 4 per thread (one when the
+  // pool has one thread), handed out dynamically. The chunks of all targets go through one dispatch, so
+  // Q, K and V (or gate and up) cost one pool barrier, not three.
   constexpr size_t kMaxTargets = 3;
   size_t grain[kMaxTargets], first_chunk[kMaxTargets + 1] = {0};
-  const size_t target_chunks = pool.size() == 1 ? 1 : pool.size() * (n_tok == 1 ? 2 : 4);
+  const size_t target_chunks = pool.size() == 1 ? 1 : pool.size() * 4;
   for (size_t i = 0; i < count; ++i) {
     const size_t rows = targets[i].w->n_rows;
     const size_t g = (rows + target_chunks - 1) / target_chunks;
@@ -102,16 +130,39 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
   auto run_chunk = [&](size_t c) {
     size_t i = 0;
     while (c >= first_chunk[i + 1]) ++i;
-    const MatmulTarget& t = targets[i];
-    const bool q8 = simd::takes_q8_activations(t.w->type);
-    const void* xin = q8 ? static_cast<const void*>(xq) : static_cast<const void*>(x);
-    const size_t x_row_bytes = q8 ? n / 32 * sizeof(simd::BlockQ8Act) : ldx * sizeof(float);
-    const size_t r0 = (c - first_chunk[i]) * grain[i], r1 = std::min(r0 + grain[i], t.w->n_rows);
-    simd::matmul_for(*k_, t.w->type)(t.w->data, t.w->row_bytes, xin, x_row_bytes, n, n_tok, r0, r1, t.y, t.ldy);
+    const size_t r0 = (c - first_chunk[i]) * grain[i];
+    run_rows(targets[i], r0, std::min(r0 + grain[i], targets[i].w->n_rows));
   };
   pool.parallel_for(first_chunk[count], 1, [&](size_t c0, size_t c1) {
     for (size_t c = c0; c < c1; ++c) run_chunk(c);
   });
+}
+
+void LlamaGraph::plan_reads(const NextDispatch& next, size_t thread, size_t n_threads, NextReads& out) const {
+  for (const WeightView* w : next.w) {
+    if (w == nullptr) break;
+    const auto [r0, r1] = decode_rows(w->n_rows, thread, n_threads);
+    out.add(w->data + r0 * w->row_bytes, (r1 - r0) * w->row_bytes);
+  }
+  if (next.kv == nullptr) return;
+  // The keys and values of this thread's heads, as attention() hands them out for one token.
+  const LlamaHparams& hp = model_.hparams();
+  const KvArena& kv = *next.kv;
+  const size_t row = kv.head_dim() * kv.entry_bytes();
+  const bool by_kv_head = grouped_attention(kv);
+  const uint32_t n_tasks = by_kv_head ? hp.n_head_kv : hp.n_head;
+  const uint32_t group = hp.n_head / hp.n_head_kv;
+  for (size_t task = thread; task < n_tasks; task += n_threads) {
+    const uint32_t kvh = by_kv_head ? static_cast<uint32_t>(task) : static_cast<uint32_t>(task) / group;
+    out.add(kv.key(next.layer, kvh, 0), next.n_visible * row);
+    out.add(kv.value(next.layer, kvh, 0), next.n_visible * row);
+  }
+}
+
+bool LlamaGraph::grouped_attention(const KvArena& kv) const {
+  const LlamaHparams& hp = model_.hparams();
+  return kv.type() == KvType::f16 && k_->attend_heads_f16 != nullptr && hp.n_head > hp.n_head_kv &&
+         hp.head_dim % 16 == 0 && hp.head_dim <= simd::kAttendHeadsMaxDim;
 }
 
 void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
@@ -121,7 +172,9 @@ void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
   for (uint32_t h = 0; h < n_heads; ++h) k_->rope(vec + static_cast<size_t>(h) * hp.head_dim, cs, half);
 }
 
-void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool) {
+void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
+                           const NextDispatch& next) {
+  auto plan = [&](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); };
   const uint32_t n = batch.n;
   const LlamaHparams& hp = model_.hparams();
   const uint32_t hd = hp.head_dim;
@@ -151,22 +204,23 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
     });
     return;
   }
-  if (f16 && k_->attend_heads_f16 != nullptr && batch.views == nullptr && group > 1 && hd % 16 == 0 &&
-      hd <= simd::kAttendHeadsMaxDim) {
+  if (batch.views == nullptr && grouped_attention(kv)) {
     // Grouped-query heads: each task is one token and one KV head with all the query heads that read
     // it, so every key and value row is widened once per group rather than once per query head.
     const size_t n_tasks = static_cast<size_t>(n) * hp.n_head_kv;
-    pool.run([&](size_t thread, size_t n_threads) {
-      float* scratch = scores_.data() + thread * per_thread;
-      for (size_t task = thread; task < n_tasks; task += n_threads) {
-        const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
-        const uint32_t kvh = static_cast<uint32_t>(task % hp.n_head_kv);
-        const size_t q0 = static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(kvh) * group * hd;
-        k_->attend_heads_f16(q_.data() + q0, group, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)),
-                             reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), batch.n_visible(t), hd, scale,
-                             scratch, att_out_.data() + q0);
-      }
-    });
+    pool.run(
+        [&](size_t thread, size_t n_threads) {
+          float* scratch = scores_.data() + thread * per_thread;
+          for (size_t task = thread; task < n_tasks; task += n_threads) {
+            const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
+            const uint32_t kvh = static_cast<uint32_t>(task % hp.n_head_kv);
+            const size_t q0 = static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(kvh) * group * hd;
+            k_->attend_heads_f16(q_.data() + q0, group, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)),
+                                 reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), batch.n_visible(t), hd,
+                                 scale, scratch, att_out_.data() + q0);
+          }
+        },
+        plan);
     return;
   }
   const size_t n_tasks = static_cast<size_t>(n) * hp.n_head;
@@ -174,43 +228,48 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
   const bool consecutive = f16 && batch.views == nullptr;
   // scores_ holds one slice per thread of the pool the graph was created for.
   // Each (token, head) pair is independent: split them across threads, each with its own scores.
-  pool.run([&](size_t thread, size_t n_threads) {
-    float* scores = scores_.data() + thread * per_thread;
-    for (size_t task = thread; task < n_tasks; task += n_threads) {
-      const uint32_t t = static_cast<uint32_t>(task / hp.n_head);
-      const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
-      const uint32_t kvh = h / group;
-      const uint32_t n_pos = batch.n_visible(t);
-      const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
-      if (consecutive) {
-        k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)), hd, n_pos, hd, scale, scores);
-      } else if (f16) {
-        for (uint32_t p = 0; p < n_pos; ++p)
-          scores[p] =
-              k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) *
-              scale;
-      } else {
-        for (uint32_t p = 0; p < n_pos; ++p)
-          scores[p] =
-              k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) * scale;
-      }
-      k_->softmax(scores, n_pos);
-      float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
-      if (consecutive) {
-        k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), hd, n_pos, hd);
-        continue;
-      }
-      std::fill_n(out, hd, 0.0f);
-      if (f16) {
-        for (uint32_t p = 0; p < n_pos; ++p)
-          k_->axpy_f16(out, scores[p],
-                       reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, batch.visible_slot(t, p))), hd);
-      } else {
-        for (uint32_t p = 0; p < n_pos; ++p)
-          k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, kvh, batch.visible_slot(t, p))), hd);
-      }
-    }
-  });
+  pool.run(
+      [&](size_t thread, size_t n_threads) {
+        float* scores = scores_.data() + thread * per_thread;
+        for (size_t task = thread; task < n_tasks; task += n_threads) {
+          const uint32_t t = static_cast<uint32_t>(task / hp.n_head);
+          const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
+          const uint32_t kvh = h / group;
+          const uint32_t n_pos = batch.n_visible(t);
+          const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
+          if (consecutive) {
+            k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)), hd, n_pos, hd, scale, scores);
+          } else if (f16) {
+            for (uint32_t p = 0; p < n_pos; ++p)
+              scores[p] =
+                  k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) *
+                  scale;
+          } else {
+            for (uint32_t p = 0; p < n_pos; ++p)
+              scores[p] =
+                  k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) *
+                  scale;
+          }
+          k_->softmax(scores, n_pos);
+          float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
+          if (consecutive) {
+            k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), hd, n_pos,
+                                 hd);
+            continue;
+          }
+          std::fill_n(out, hd, 0.0f);
+          if (f16) {
+            for (uint32_t p = 0; p < n_pos; ++p)
+              k_->axpy_f16(out, scores[p],
+                           reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, batch.visible_slot(t, p))), hd);
+          } else {
+            for (uint32_t p = 0; p < n_pos; ++p)
+              k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, kvh, batch.visible_slot(t, p))),
+                       hd);
+          }
+        }
+      },
+      plan);
 }
 
 void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint32_t n_past) {
@@ -244,6 +303,19 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
   float* x = x_.data();
   float* xn = xn_.data();
 
+  // In a decode step every dispatch names the one after it (NextDispatch); the last names the first, for
+  // the next token.
+  const bool decode = n == 1 && batch.views == nullptr;
+  auto next_matmul = [&](const WeightView* a, const WeightView* b = nullptr, const WeightView* c = nullptr) {
+    NextDispatch r;
+    if (decode) r.w[0] = a, r.w[1] = b, r.w[2] = c;
+    return r;
+  };
+  auto next_qkv = [&](uint32_t l) {
+    const LayerWeights& L = model_.layers()[l];
+    return next_matmul(&L.wq, &L.wk, &L.wv);
+  };
+
   for (uint32_t t = 0; t < n; ++t) model_.embed(tokens[t], x + static_cast<size_t>(t) * dim);
 
   for (uint32_t l = 0; l < hp.n_layer; ++l) {
@@ -253,16 +325,18 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.attn_norm, dim, hp.rms_eps);
     const MatmulTarget qkv[] = {
         {&L.wq, q_.data(), dim}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
-    matmul(qkv, 3, n, xn, dim, pool);
+    NextDispatch next_attention;
+    if (decode) next_attention.kv = &kv, next_attention.layer = l, next_attention.n_visible = batch.n_visible(0);
+    matmul(qkv, 3, n, xn, dim, pool, next_attention);
     for (uint32_t t = 0; t < n; ++t) {
       rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, batch.pos_of(t));
       rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, batch.pos_of(t));
       kv.store(l, batch.slot_of(t), k_cur_.data() + static_cast<size_t>(t) * kv_dim,
                v_cur_.data() + static_cast<size_t>(t) * kv_dim, k_->to_f16);
     }
-    attention(l, batch, kv, pool);
+    attention(l, batch, kv, pool, next_matmul(&L.wo));
     const MatmulTarget wo[] = {{&L.wo, xn, dim}};
-    matmul(wo, 1, n, att_out_.data(), dim, pool);
+    matmul(wo, 1, n, att_out_.data(), dim, pool, next_matmul(&L.w_gate, &L.w_up));
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
 
     // Feed-forward block: RMSNorm -> SwiGLU -> down projection.
@@ -272,10 +346,10 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
       const uint32_t nt = std::min(kFfnTokens, n - t0);
       float* rows = xn + static_cast<size_t>(t0) * dim;
       const MatmulTarget gate_up[] = {{&L.w_gate, gate_.data(), ff}, {&L.w_up, up_.data(), ff}};
-      matmul(gate_up, 2, nt, rows, dim, pool);
+      matmul(gate_up, 2, nt, rows, dim, pool, next_matmul(&L.w_down));
       for (uint32_t t = 0; t < nt; ++t) k_->silu_mul(gate_.data() + t * ff, up_.data() + t * ff, ff);
       const MatmulTarget down[] = {{&L.w_down, rows, dim}};
-      matmul(down, 1, nt, gate_.data(), ff, pool);
+      matmul(down, 1, nt, gate_.data(), ff, pool, l + 1 < hp.n_layer ? next_qkv(l + 1) : next_matmul(&model_.output()));
     }
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
   }
@@ -286,7 +360,7 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
   for (uint32_t t = first; t < n; ++t)
     k_->rmsnorm(xn + (t - first) * dim, x + t * dim, model_.output_norm(), dim, hp.rms_eps);
   const MatmulTarget output[] = {{&model_.output(), logits_.data(), n_vocab_}};
-  matmul(output, 1, count, xn, dim, pool);
+  matmul(output, 1, count, xn, dim, pool, next_qkv(0));
 }
 
 }  // namespace lmrt

@@ -95,11 +95,27 @@ class LlamaGraph {
     float* y;
     size_t ldy;
   };
+  // The next pool dispatch of a decode step, as far as what it reads: a matmul's matrices, or a layer's
+  // attention over its first n_visible positions. Each dispatch is told the next, so a thread that
+  // finishes its part early pulls its part of the next one toward its cache while it waits
+  // (ThreadPool::run with a plan). Empty outside decode.
+  struct NextDispatch {
+    const WeightView* w[3] = {};
+    const KvArena* kv = nullptr;
+    uint32_t layer = 0, n_visible = 0;
+  };
   // Runs `count` (1 to 3) products over the same n_tok input rows x (row t at x + t * ldx; every W has
-  // the same n_cols) in one pool dispatch, quantizing x once.
-  void matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx, ThreadPool& pool);
+  // the same n_cols) in one pool dispatch, quantizing x once. `next` is read only for one token.
+  void matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx, ThreadPool& pool,
+              const NextDispatch& next);
   void rope(float* vec, uint32_t n_heads, uint32_t pos) const;
-  void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool);
+  void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
+                 const NextDispatch& next);
+  // Whether attention() runs a batch without views as one task per token and KV head (grouped-query
+  // kernel) rather than per token and query head.
+  bool grouped_attention(const KvArena& kv) const;
+  // What `thread` of n_threads reads in the decode dispatch `next`.
+  void plan_reads(const NextDispatch& next, size_t thread, size_t n_threads, NextReads& out) const;
 
   const LlamaModel& model_;
   const simd::Kernels* k_ = nullptr;

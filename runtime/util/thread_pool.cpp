@@ -28,6 +28,7 @@ ThreadPool::ThreadPool(size_t n_threads) {
   if (n_threads < 1) n_threads = 1;
   // With more threads than cores a spinning worker takes the core from the one doing the work.
   spin_ = n_threads <= std::max(1u, std::thread::hardware_concurrency());
+  next_reads_.resize(2 * n_threads);
   workers_.reserve(n_threads - 1);
   for (size_t i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -52,12 +53,14 @@ void ThreadPool::run_erased(JobRef job) {
   generation_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) != 0) generation_.notify_all();
   job.call(job.obj, 0, n);
-  // Spin briefly, then sleep until the last worker wakes us: on a busy machine a spinning caller
-  // would take the core from the very worker it waits for.
-  for (int i = 0;; ++i) {
+  ReadWarmer warm(spin_ ? &next_reads_for(generation_.load(std::memory_order_relaxed))[0] : nullptr);
+  // Spin briefly (pulling the next reads meanwhile), then sleep until the last worker wakes us: on a
+  // busy machine a spinning caller would take the core from the very worker it waits for.
+  for (int i = 0;;) {
     size_t left = pending_.load(std::memory_order_acquire);
     if (left == 0) break;
-    if (i < kCallerSpins) {
+    if (warm.step()) continue;
+    if (i++ < kCallerSpins) {
       cpu_relax();
       continue;
     }
@@ -70,10 +73,14 @@ void ThreadPool::run_erased(JobRef job) {
 
 void ThreadPool::worker_loop(size_t index) {
   uint64_t seen = 0;  // the generation at construction: a worker starting late must not skip a job
+  ReadWarmer warm;    // the next reads of the job just run
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int i = 0; spin_ && g == seen && i < kWorkerSpins; ++i) {
-      cpu_relax();
+    for (int i = 0; spin_ && g == seen && i < kWorkerSpins;) {
+      if (!warm.step()) {
+        cpu_relax();
+        ++i;
+      }
       g = generation_.load(std::memory_order_acquire);
     }
     while (g == seen) {
@@ -85,6 +92,8 @@ void ThreadPool::worker_loop(size_t index) {
     seen = g;
     if (stop_.load(std::memory_order_relaxed)) return;
     job_.call(job_.obj, index, size());
+    // Safe to read until generation seen + 2 is published, which waits for this thread's next job.
+    warm = ReadWarmer(spin_ ? &next_reads_for(seen)[index] : nullptr);
     // seq_cst pairs with the caller's caller_waiting_ store: it either sees zero or gets woken.
     if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_waiting_.load(std::memory_order_seq_cst))
       pending_.notify_one();

@@ -11,7 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "runtime/util/read_warmer.h"
 
 namespace lmrt {
 
@@ -29,6 +32,24 @@ class ThreadPool {
   // `job` must not throw. Allocates nothing. Not reentrant: one run() at a time.
   template <typename Job>
   void run(Job&& job) {
+    run(std::forward<Job>(job), [](size_t, size_t, NextReads&) {});
+  }
+
+  // run(job) that also says what each thread reads in the run() after this one: before the job starts,
+  // plan(thread_index, n_threads, NextReads&) is called on the caller for every thread (with empty
+  // NextReads). A thread done with its part pulls its next reads toward its L2 cache (ReadWarmer)
+  // while it waits, for the other threads or for the next run(), so a barrier wait moves bytes the
+  // next job needs instead of only spinning. Spans are only prefetched (which never faults), so they may
+  // be freed at any time.
+  template <typename Job, typename Plan>
+  void run(Job&& job, Plan&& plan) {
+    if (size() > 1) {
+      NextReads* slot = next_reads_for(generation_.load(std::memory_order_relaxed) + 1);
+      for (size_t i = 0; i < size(); ++i) {
+        slot[i].count = 0;
+        plan(i, size(), slot[i]);
+      }
+    }
     auto* p = &job;
     run_erased(JobRef{p, [](void* j, size_t i, size_t n) { (*static_cast<decltype(p)>(j))(i, n); }});
   }
@@ -63,9 +84,13 @@ class ThreadPool {
   };
   void run_erased(JobRef job);
   void worker_loop(size_t index);
+  // The run() of generation g writes one slot of next reads per thread and its threads read them
+  // after their part; two sets by parity, so the caller fills g + 1's while g's may still be read.
+  NextReads* next_reads_for(uint64_t g) { return next_reads_.data() + (g & 1) * size(); }
 
   std::vector<std::thread> workers_;
-  JobRef job_{nullptr, nullptr};  // written before generation_ is bumped, read after
+  std::vector<NextReads> next_reads_;  // [2][size()], empty spans unless run() was given a plan
+  JobRef job_{nullptr, nullptr};       // written before generation_ is bumped, read after
   bool spin_ = true;
   alignas(64) std::atomic<uint64_t> generation_{0};  // bumped once per run(); a stop is a bump too
   std::atomic<uint32_t> sleepers_{0};                // workers blocked in generation_.wait()

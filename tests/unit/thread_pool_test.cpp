@@ -56,6 +56,43 @@ TEST(ThreadPool, WorkersWakeAfterSleepingAndStopWhileAsleep) {
   // The destructor must wake the sleeping worker (the test would hang otherwise).
 }
 
+// run() with a plan asks it once per thread per run, before any thread starts the job, and runs with and
+// without plans mix. Spans may point at memory freed right after the run (they are only prefetched);
+// under TSan this also checks that a plan slot is never written while a waiting thread reads it.
+TEST(ThreadPool, PlanIsAskedOncePerThreadBeforeTheJob) {
+  for (size_t n : {1, 2, 3}) {
+    ThreadPool pool(n);
+    std::vector<uint8_t> data(1 << 16, 1);
+    std::vector<int> planned(n, 0);
+    for (int rep = 0; rep < 300; ++rep) {
+      std::atomic<int> jobs{0};
+      int plans = 0;
+      const bool with_plan = rep % 3 != 2;
+      auto job = [&](size_t i, size_t count) {
+        EXPECT_EQ(count, n);
+        EXPECT_EQ(plans, with_plan && n > 1 ? static_cast<int>(n) : 0);  // every plan was made before the job
+        jobs.fetch_add(1);
+        (void)i;
+      };
+      if (!with_plan) {
+        pool.run(job);
+      } else {
+        std::vector<uint8_t> shortlived(4096 * (1 + rep % 5), 2);  // freed as run() returns
+        pool.run(job, [&](size_t i, size_t count, NextReads& out) {
+          EXPECT_EQ(count, n);
+          EXPECT_EQ(out.count, 0u);  // handed out empty
+          ++planned[i];
+          ++plans;
+          out.add(data.data() + i * 4096, 4096);
+          out.add(shortlived.data(), shortlived.size());
+        });
+      }
+      ASSERT_EQ(jobs.load(), static_cast<int>(n));
+    }
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(planned[i], n > 1 ? 200 : 0) << "thread " << i;
+  }
+}
+
 TEST(ThreadPool, MoreThreadsThanCoresStillFinish) {
   ThreadPool pool(std::thread::hardware_concurrency() + 3);
   std::atomic<int> calls{0};
