@@ -434,17 +434,11 @@ template <class K>
   tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
-// ---- Element-wise kernels, 4 lanes a step; the last partial step through zero-padded buffers. ----
+// ---- Element-wise kernels, 4 lanes a step; the last partial step loaded through a padded buffer. ----
 float32x4_t load_part(const float* p, size_t n, float fill) {
   float buf[4] = {fill, fill, fill, fill};
   std::memcpy(buf, p, n * sizeof(float));
   return vld1q_f32(buf);
-}
-
-void store_part(float* p, float32x4_t v, size_t n) {
-  float buf[4];
-  vst1q_f32(buf, v);
-  std::memcpy(p, buf, n * sizeof(float));
 }
 
 void quantize_q8_act(const float* x, BlockQ8Act* y, size_t n) {

@@ -161,8 +161,8 @@ void LlamaGraph::plan_reads(const NextDispatch& next, size_t thread, size_t n_th
 
 bool LlamaGraph::grouped_attention(const KvArena& kv) const {
   const LlamaHparams& hp = model_.hparams();
-  return kv.type() == KvType::f16 && k_->attend_heads_f16 != nullptr && hp.n_head > hp.n_head_kv &&
-         hp.head_dim % 16 == 0 && hp.head_dim <= simd::kAttendHeadsMaxDim;
+  return kv.type() == KvType::f16 && k_->attend_heads_f16 != nullptr && hp.head_dim % 16 == 0 &&
+         hp.head_dim <= simd::kAttendHeadsMaxDim;
 }
 
 void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
@@ -205,8 +205,10 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
     return;
   }
   if (batch.views == nullptr && grouped_attention(kv)) {
-    // Grouped-query heads: each task is one token and one KV head with all the query heads that read
-    // it, so every key and value row is widened once per group rather than once per query head.
+    // Each task is one token and one KV head with all the query heads that read it, so every key and
+    // value row is widened once per group rather than once per query head. Also without grouping (one
+    // query head per KV head): this one pass per head beat scores + softmax + weighted sum by 14 % with
+    // the arena from memory (110m shape decode: +3 to +9 %).
     const size_t n_tasks = static_cast<size_t>(n) * hp.n_head_kv;
     pool.run(
         [&](size_t thread, size_t n_threads) {

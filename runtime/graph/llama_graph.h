@@ -111,8 +111,8 @@ class LlamaGraph {
   void rope(float* vec, uint32_t n_heads, uint32_t pos) const;
   void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
                  const NextDispatch& next);
-  // Whether attention() runs a batch without views as one task per token and KV head (grouped-query
-  // kernel) rather than per token and query head.
+  // Whether attention() runs a batch without views as one task per token and KV head (attend_heads_f16,
+  // with or without grouped queries) rather than per token and query head.
   bool grouped_attention(const KvArena& kv) const;
   // What `thread` of n_threads reads in the decode dispatch `next`.
   void plan_reads(const NextDispatch& next, size_t thread, size_t n_threads, NextReads& out) const;

@@ -168,7 +168,9 @@ TEST(GenerationControls, LogprobsDescribeTheModelDistribution) {
     EXPECT_FLOAT_EQ(lp.top[0].logprob, lp.chosen.logprob);
     double mass = 0;
     for (uint32_t j = 0; j < lp.n_top; ++j) {
-      if (j > 0) EXPECT_LE(lp.top[j].logprob, lp.top[j - 1].logprob);
+      if (j > 0) {
+        EXPECT_LE(lp.top[j].logprob, lp.top[j - 1].logprob);
+      }
       mass += std::exp(lp.top[j].logprob);
     }
     EXPECT_LE(mass, 1.0 + 1e-5);
