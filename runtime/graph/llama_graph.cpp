@@ -75,16 +75,15 @@ size_t LlamaGraph::scratch_bytes() const {
          up_.bytes() + scores_.bytes() + xq_.bytes() + rope_cs_.bytes() + logits_.bytes();
 }
 
-void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,
-                        ThreadPool& pool, const NextDispatch& next) {
-  const size_t n = targets[0].w->n_cols;  // every target reads the same input rows
-  const simd::BlockQ8Act* xq = nullptr;
+LlamaGraph::MatmulInput LlamaGraph::matmul_input(const MatmulTarget* targets, size_t count, uint32_t n_tok,
+                                                 const float* x, size_t ldx, ThreadPool& pool) {
+  MatmulInput in{x, ldx, nullptr, targets[0].w->n_cols, n_tok};  // every target reads the same input rows
   bool any_q8 = false;
   for (size_t i = 0; i < count; ++i) any_q8 |= simd::takes_q8_activations(targets[i].w->type);
   if (any_q8) {
     // Quantize the input rows once; every row of every W then reads the same int8 activations. A
     // batch's rows are split across the pool; one row is not worth a dispatch.
-    const size_t nb = n / 32;
+    const size_t n = in.n, nb = n / 32;
     simd::BlockQ8Act* q = xq_.data();
     if (n_tok == 1) {
       k_->quantize_q8_act(x, q, n);
@@ -93,14 +92,21 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
         for (size_t t = t0; t < t1; ++t) k_->quantize_q8_act(x + t * ldx, q + t * nb, n);
       });
     }
-    xq = q;
+    in.xq = q;
   }
-  auto run_rows = [&](const MatmulTarget& t, size_t r0, size_t r1) {
-    const bool q8 = simd::takes_q8_activations(t.w->type);
-    const void* xin = q8 ? static_cast<const void*>(xq) : static_cast<const void*>(x);
-    const size_t x_row_bytes = q8 ? n / 32 * sizeof(simd::BlockQ8Act) : ldx * sizeof(float);
-    simd::matmul_for(*k_, t.w->type)(t.w->data, t.w->row_bytes, xin, x_row_bytes, n, n_tok, r0, r1, t.y, t.ldy);
-  };
+  return in;
+}
+
+void LlamaGraph::matmul_rows(const MatmulTarget& t, const MatmulInput& in, size_t r0, size_t r1) const {
+  const bool q8 = simd::takes_q8_activations(t.w->type);
+  const void* xin = q8 ? static_cast<const void*>(in.xq) : static_cast<const void*>(in.x);
+  const size_t x_row_bytes = q8 ? in.n / 32 * sizeof(simd::BlockQ8Act) : in.ldx * sizeof(float);
+  simd::matmul_for(*k_, t.w->type)(t.w->data, t.w->row_bytes, xin, x_row_bytes, in.n, in.n_tok, r0, r1, t.y, t.ldy);
+}
+
+void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,
+                        ThreadPool& pool, const NextDispatch& next) {
+  const MatmulInput in = matmul_input(targets, count, n_tok, x, ldx, pool);
   if (n_tok == 1) {
     // Decode: each thread reads its fixed share of every target (decode_rows), then pulls its share of
     // the next dispatch while it waits. 110m shape, 2 threads: +9 % decode over chunks handed out
@@ -109,7 +115,7 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
         [&](size_t thread, size_t n_threads) {
           for (size_t i = 0; i < count; ++i) {
             const auto [r0, r1] = decode_rows(targets[i].w->n_rows, thread, n_threads);
-            if (r0 < r1) run_rows(targets[i], r0, r1);
+            if (r0 < r1) matmul_rows(targets[i], in, r0, r1);
           }
         },
         [&](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); });
@@ -131,7 +137,7 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
     size_t i = 0;
     while (c >= first_chunk[i + 1]) ++i;
     const size_t r0 = (c - first_chunk[i]) * grain[i];
-    run_rows(targets[i], r0, std::min(r0 + grain[i], targets[i].w->n_rows));
+    matmul_rows(targets[i], in, r0, std::min(r0 + grain[i], targets[i].w->n_rows));
   };
   pool.parallel_for(first_chunk[count], 1, [&](size_t c0, size_t c1) {
     for (size_t c = c0; c < c1; ++c) run_chunk(c);
@@ -159,17 +165,59 @@ void LlamaGraph::plan_reads(const NextDispatch& next, size_t thread, size_t n_th
   }
 }
 
+void LlamaGraph::attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t n_visible,
+                                float* scratch) {
+  const LlamaHparams& hp = model_.hparams();
+  const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+  const size_t q0 = static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(kvh) * group * hd;
+  k_->attend_heads_f16(q_.data() + q0, group, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)),
+                       reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), n_visible, hd,
+                       1.0f / std::sqrt(static_cast<float>(hd)), scratch, att_out_.data() + q0);
+}
+
 bool LlamaGraph::grouped_attention(const KvArena& kv) const {
   const LlamaHparams& hp = model_.hparams();
   return kv.type() == KvType::f16 && k_->attend_heads_f16 != nullptr && hp.head_dim % 16 == 0 &&
          hp.head_dim <= simd::kAttendHeadsMaxDim;
 }
 
-void LlamaGraph::rope(float* vec, uint32_t n_heads, uint32_t pos) const {
+void LlamaGraph::rope(float* vec, uint32_t head0, uint32_t head1, uint32_t pos) const {
   const LlamaHparams& hp = model_.hparams();
   const uint32_t half = hp.rope_dim / 2;
   const float* cs = rope_cs_.data() + static_cast<size_t>(pos) * half * 2;
-  for (uint32_t h = 0; h < n_heads; ++h) k_->rope(vec + static_cast<size_t>(h) * hp.head_dim, cs, half);
+  for (uint32_t h = head0; h < head1; ++h) k_->rope(vec + static_cast<size_t>(h) * hp.head_dim, cs, half);
+}
+
+bool LlamaGraph::heads_per_thread(const GraphBatch& batch, const KvArena& kv, size_t n_threads) const {
+  return batch.n == 1 && batch.views == nullptr && grouped_attention(kv) && model_.hparams().n_head_kv % n_threads == 0;
+}
+
+void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batch, KvArena& kv, ThreadPool& pool,
+                                          const NextDispatch& next) {
+  const LlamaHparams& hp = model_.hparams();
+  const LayerWeights& L = model_.layers()[layer];
+  const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+  const size_t per_thread = attention_scratch_floats(n_ctx_, hd, group);
+  const uint32_t pos = batch.pos_of(0), slot = batch.slot_of(0), n_vis = batch.n_visible(0);
+  const MatmulTarget qkv[] = {
+      {&L.wq, q_.data(), hp.n_embd}, {&L.wk, k_cur_.data(), hp.kv_dim()}, {&L.wv, v_cur_.data(), hp.kv_dim()}};
+  const MatmulInput in = matmul_input(qkv, 3, 1, xn_.data(), hp.n_embd, pool);
+  pool.run(
+      [&](size_t thread, size_t n_threads) {
+        // KV heads [h0, h1) and their query heads: the same rows decode_rows gives this thread, since
+        // n_threads divides n_head_kv and heads are whole 16-row groups.
+        const uint32_t h0 = static_cast<uint32_t>(hp.n_head_kv * thread / n_threads);
+        const uint32_t h1 = static_cast<uint32_t>(hp.n_head_kv * (thread + 1) / n_threads);
+        matmul_rows(qkv[0], in, static_cast<size_t>(h0) * group * hd, static_cast<size_t>(h1) * group * hd);
+        matmul_rows(qkv[1], in, static_cast<size_t>(h0) * hd, static_cast<size_t>(h1) * hd);
+        matmul_rows(qkv[2], in, static_cast<size_t>(h0) * hd, static_cast<size_t>(h1) * hd);
+        rope(q_.data(), h0 * group, h1 * group, pos);
+        rope(k_cur_.data(), h0, h1, pos);
+        kv.store_heads(layer, slot, h0, h1, k_cur_.data(), v_cur_.data(), k_->to_f16);
+        float* scratch = scores_.data() + thread * per_thread;
+        for (uint32_t kvh = h0; kvh < h1; ++kvh) attend_kv_head(layer, kv, 0, kvh, n_vis, scratch);
+      },
+      [&](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); });
 }
 
 void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
@@ -215,11 +263,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           float* scratch = scores_.data() + thread * per_thread;
           for (size_t task = thread; task < n_tasks; task += n_threads) {
             const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
-            const uint32_t kvh = static_cast<uint32_t>(task % hp.n_head_kv);
-            const size_t q0 = static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(kvh) * group * hd;
-            k_->attend_heads_f16(q_.data() + q0, group, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)),
-                                 reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), batch.n_visible(t), hd,
-                                 scale, scratch, att_out_.data() + q0);
+            attend_kv_head(layer, kv, t, static_cast<uint32_t>(task % hp.n_head_kv), batch.n_visible(t), scratch);
           }
         },
         plan);
@@ -308,6 +352,7 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
   // In a decode step every dispatch names the one after it (NextDispatch); the last names the first, for
   // the next token.
   const bool decode = n == 1 && batch.views == nullptr;
+  const bool by_heads = heads_per_thread(batch, kv, pool.size());
   auto next_matmul = [&](const WeightView* a, const WeightView* b = nullptr, const WeightView* c = nullptr) {
     NextDispatch r;
     if (decode) r.w[0] = a, r.w[1] = b, r.w[2] = c;
@@ -323,20 +368,26 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
   for (uint32_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = model_.layers()[l];
 
-    // Attention block: RMSNorm -> Q, K, V -> RoPE -> KV arena -> attention -> output projection.
+    // Attention block: RMSNorm -> Q, K, V -> RoPE -> KV arena -> attention -> output projection. In
+    // decode, when the threads can share the KV heads evenly, each thread runs the steps up to the
+    // output projection for its own heads in one dispatch (attention_block_by_heads).
     for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.attn_norm, dim, hp.rms_eps);
-    const MatmulTarget qkv[] = {
-        {&L.wq, q_.data(), dim}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
-    NextDispatch next_attention;
-    if (decode) next_attention.kv = &kv, next_attention.layer = l, next_attention.n_visible = batch.n_visible(0);
-    matmul(qkv, 3, n, xn, dim, pool, next_attention);
-    for (uint32_t t = 0; t < n; ++t) {
-      rope(q_.data() + static_cast<size_t>(t) * dim, hp.n_head, batch.pos_of(t));
-      rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, hp.n_head_kv, batch.pos_of(t));
-      kv.store(l, batch.slot_of(t), k_cur_.data() + static_cast<size_t>(t) * kv_dim,
-               v_cur_.data() + static_cast<size_t>(t) * kv_dim, k_->to_f16);
+    if (by_heads) {
+      attention_block_by_heads(l, batch, kv, pool, next_matmul(&L.wo));
+    } else {
+      const MatmulTarget qkv[] = {
+          {&L.wq, q_.data(), dim}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
+      NextDispatch next_attention;
+      if (decode) next_attention.kv = &kv, next_attention.layer = l, next_attention.n_visible = batch.n_visible(0);
+      matmul(qkv, 3, n, xn, dim, pool, next_attention);
+      for (uint32_t t = 0; t < n; ++t) {
+        rope(q_.data() + static_cast<size_t>(t) * dim, 0, hp.n_head, batch.pos_of(t));
+        rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, 0, hp.n_head_kv, batch.pos_of(t));
+        kv.store(l, batch.slot_of(t), k_cur_.data() + static_cast<size_t>(t) * kv_dim,
+                 v_cur_.data() + static_cast<size_t>(t) * kv_dim, k_->to_f16);
+      }
+      attention(l, batch, kv, pool, next_matmul(&L.wo));
     }
-    attention(l, batch, kv, pool, next_matmul(&L.wo));
     const MatmulTarget wo[] = {{&L.wo, xn, dim}};
     matmul(wo, 1, n, att_out_.data(), dim, pool, next_matmul(&L.w_gate, &L.w_up));
     for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);

@@ -104,13 +104,39 @@ class LlamaGraph {
     const KvArena* kv = nullptr;
     uint32_t layer = 0, n_visible = 0;
   };
+  // What every row of a matmul reads: the n_tok input rows x (n floats each, ldx apart) and, for weights
+  // that take 8-bit activations, their quantization (in xq_).
+  struct MatmulInput {
+    const float* x;
+    size_t ldx;
+    const simd::BlockQ8Act* xq;
+    size_t n;
+    uint32_t n_tok;
+  };
+  MatmulInput matmul_input(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,
+                           ThreadPool& pool);
+  // Rows [r0, r1) of one product, on the calling thread.
+  void matmul_rows(const MatmulTarget& t, const MatmulInput& in, size_t r0, size_t r1) const;
   // Runs `count` (1 to 3) products over the same n_tok input rows x (row t at x + t * ldx; every W has
   // the same n_cols) in one pool dispatch, quantizing x once. `next` is read only for one token.
   void matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx, ThreadPool& pool,
               const NextDispatch& next);
-  void rope(float* vec, uint32_t n_heads, uint32_t pos) const;
+  // Turns heads [head0, head1) of the row at vec (head_dim floats each) to position pos.
+  void rope(float* vec, uint32_t head0, uint32_t head1, uint32_t pos) const;
+  // Whether attention_block_by_heads() runs this batch: one token without views, attention by KV head,
+  // and n_threads dividing the KV heads (so every thread gets the same work).
+  bool heads_per_thread(const GraphBatch& batch, const KvArena& kv, size_t n_threads) const;
+  // Decode's Q, K, V, RoPE, KV store and attention of one layer in one dispatch: each thread takes whole
+  // KV heads with their query heads, computes their rows of Q, K and V, stores its heads' keys and
+  // values and attends with them, so nothing crosses threads before the output projection (one pool
+  // barrier and one serial RoPE/store step fewer per layer). Reads xn_; writes att_out_.
+  void attention_block_by_heads(uint32_t layer, const GraphBatch& batch, KvArena& kv, ThreadPool& pool,
+                                const NextDispatch& next);
   void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
                  const NextDispatch& next);
+  // Attention of token t's query heads that read KV head kvh, over its first n_visible positions, into
+  // att_out_ (attend_heads_f16; `scratch` is the calling thread's slice of scores_).
+  void attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t n_visible, float* scratch);
   // Whether attention() runs a batch without views as one task per token and KV head (attend_heads_f16,
   // with or without grouped queries) rather than per token and query head.
   bool grouped_attention(const KvArena& kv) const;

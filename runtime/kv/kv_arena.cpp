@@ -26,8 +26,9 @@ Status KvArena::create(uint32_t n_layer, uint32_t n_head_kv, uint32_t head_dim, 
   return Status::Ok();
 }
 
-void KvArena::store(uint32_t layer, uint32_t pos, const float* k, const float* v, ToF16 to_f16) {
-  for (uint32_t h = 0; h < n_head_kv_; ++h) {
+void KvArena::store_heads(uint32_t layer, uint32_t pos, uint32_t head0, uint32_t head1, const float* k, const float* v,
+                          ToF16 to_f16) {
+  for (uint32_t h = head0; h < head1; ++h) {
     const float* kh = k + static_cast<size_t>(h) * head_dim_;
     const float* vh = v + static_cast<size_t>(h) * head_dim_;
     if (type_ == KvType::f32) {

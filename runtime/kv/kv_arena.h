@@ -47,7 +47,13 @@ class KvArena {
   using ToF16 = void (*)(const float* x, uint16_t* y, size_t n);
   // Stores a float key and value row (kv_dim floats each, heads one after another) at (layer, pos),
   // converting to the arena's type: through `to_f16` when given, else one value at a time.
-  void store(uint32_t layer, uint32_t pos, const float* k, const float* v, ToF16 to_f16 = nullptr);
+  void store(uint32_t layer, uint32_t pos, const float* k, const float* v, ToF16 to_f16 = nullptr) {
+    store_heads(layer, pos, 0, n_head_kv_, k, v, to_f16);
+  }
+  // store() for KV heads [head0, head1) only (k and v still hold every head), so threads that own
+  // different heads can store their own.
+  void store_heads(uint32_t layer, uint32_t pos, uint32_t head0, uint32_t head1, const float* k, const float* v,
+                   ToF16 to_f16 = nullptr);
   // Reads the key and value rows at (layer, pos) back as kv_dim floats each (the inverse of store).
   void load(uint32_t layer, uint32_t pos, float* k, float* v) const;
 

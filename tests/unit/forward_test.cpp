@@ -157,6 +157,38 @@ TEST(TinyStories656K, GreedyMatchesFirst40ReferenceTokens) {
   EXPECT_EQ(greedy_from_bos(*ctx, 40), want);
 }
 
+// Decode with a thread count that divides the KV heads runs each thread's Q/K/V rows, RoPE, KV store and
+// attention in one dispatch (LlamaGraph::attention_block_by_heads); 3 threads do not divide the 4 KV
+// heads and take the shared dispatches. Both must give the same logits, bit for bit, at every step,
+// on every kernel table here (TinyStories-656K: head size 16, grouped queries).
+TEST(TinyStories656K, DecodeByHeadsMatchesSharedDispatches) {
+  auto model = load_model("TinyStories-656K-Q8_0.gguf");
+  ASSERT_TRUE(model);
+  const uint32_t n_vocab = model->hparams().n_vocab;
+  for (simd::Isa isa : {simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon}) {
+    if (!simd::isa_available(isa)) continue;
+    std::vector<std::vector<float>> logits[3];
+    for (uint32_t threads : {1u, 2u, 3u}) {
+      ContextParams p;
+      p.n_ctx = 128;
+      p.n_threads = threads;
+      p.isa = isa;
+      std::unique_ptr<Context> ctx;
+      ASSERT_TRUE(Context::create(*model, p, &ctx).ok());
+      int32_t tok = 1;
+      for (int i = 0; i < 60; ++i) {
+        ASSERT_TRUE(ctx->eval(&tok, 1).ok());
+        logits[threads - 1].emplace_back(ctx->logits(0), ctx->logits(0) + n_vocab);
+        tok = argmax(ctx->logits(0), n_vocab);
+      }
+    }
+    for (size_t i = 0; i < logits[2].size(); ++i) {
+      ASSERT_EQ(logits[0][i], logits[2][i]) << simd::isa_name(isa) << ": 1 vs 3 threads, step " << i;
+      ASSERT_EQ(logits[1][i], logits[2][i]) << simd::isa_name(isa) << ": 2 vs 3 threads, step " << i;
+    }
+  }
+}
+
 TEST(Context, FullContextIsAnErrorThatChangesNothing) {
   auto model = load_model("stories260K.gguf");
   ASSERT_TRUE(model);

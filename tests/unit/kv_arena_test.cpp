@@ -1,5 +1,6 @@
 // The KV arena's layout contract (each KV head's entries at consecutive positions are adjacent, so
-// decode attention reads one sequential stream) and the store / load round trip for both types.
+// decode attention reads one sequential stream), the store / load round trip for both types, and
+// stores of a range of heads.
 #include "runtime/kv/kv_arena.h"
 
 #include <gtest/gtest.h>
@@ -72,6 +73,23 @@ TEST_P(KvArenaTypes, StoresEachHeadAsOneStreamOverPositions) {
   for (uint32_t i = 0; i < kv_dim; ++i) {
     EXPECT_EQ(k2[i], sample(2, 3, i, false));
     EXPECT_EQ(v2[i], sample(2, 3, i, true));
+  }
+}
+
+// store_heads writes only its heads (threads owning different heads store side by side in decode).
+TEST_P(KvArenaTypes, StoreHeadsWritesOnlyItsHeads) {
+  std::unique_ptr<KvArena> a;
+  ASSERT_TRUE(KvArena::create(kLayers, kHeads, kHeadDim, kCtx, GetParam(), &a).ok());
+  const uint32_t kv_dim = kHeads * kHeadDim;
+  std::vector<float> k(kv_dim), v(kv_dim), k2(kv_dim), v2(kv_dim);
+  for (uint32_t i = 0; i < kv_dim; ++i) k[i] = sample(1, 2, i, false), v[i] = sample(1, 2, i, true);
+  a->store(1, 2, std::vector<float>(kv_dim, 0.0f).data(), std::vector<float>(kv_dim, 0.0f).data(), nullptr);
+  a->store_heads(1, 2, 1, 3, k.data(), v.data(), nullptr);
+  a->load(1, 2, k2.data(), v2.data());
+  for (uint32_t i = 0; i < kv_dim; ++i) {
+    const bool mine = i / kHeadDim >= 1 && i / kHeadDim < 3;
+    EXPECT_EQ(k2[i], mine ? k[i] : 0.0f) << "element " << i;
+    EXPECT_EQ(v2[i], mine ? v[i] : 0.0f) << "element " << i;
   }
 }
 
