@@ -46,14 +46,17 @@ std::unique_ptr<LlamaModel> load_model(const std::string& name) {
 
 int32_t argmax(const float* x, size_t n) { return static_cast<int32_t>(std::max_element(x, x + n) - x); }
 
-std::vector<int32_t> greedy_from_bos(Context& ctx, int n) {
+// n greedy steps from BOS alone; each step's logits are appended to `logits` when given.
+std::vector<int32_t> greedy_from_bos(Context& ctx, int n, std::vector<std::vector<float>>* logits = nullptr) {
   std::vector<int32_t> out;
+  const uint32_t n_vocab = ctx.model().hparams().n_vocab;
   int32_t tok = 1;
   for (int i = 0; i < n; ++i) {
     Status s = ctx.eval(&tok, 1);
     EXPECT_TRUE(s.ok()) << s.message();
     if (!s.ok()) break;
-    tok = argmax(ctx.logits(0), ctx.model().hparams().n_vocab);
+    if (logits != nullptr) logits->emplace_back(ctx.logits(0), ctx.logits(0) + n_vocab);
+    tok = argmax(ctx.logits(0), n_vocab);
     out.push_back(tok);
   }
   return out;
@@ -164,7 +167,6 @@ TEST(TinyStories656K, GreedyMatchesFirst40ReferenceTokens) {
 TEST(TinyStories656K, DecodeByHeadsMatchesSharedDispatches) {
   auto model = load_model("TinyStories-656K-Q8_0.gguf");
   ASSERT_TRUE(model);
-  const uint32_t n_vocab = model->hparams().n_vocab;
   for (simd::Isa isa : {simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon}) {
     if (!simd::isa_available(isa)) continue;
     std::vector<std::vector<float>> logits[3];
@@ -175,12 +177,7 @@ TEST(TinyStories656K, DecodeByHeadsMatchesSharedDispatches) {
       p.isa = isa;
       std::unique_ptr<Context> ctx;
       ASSERT_TRUE(Context::create(*model, p, &ctx).ok());
-      int32_t tok = 1;
-      for (int i = 0; i < 60; ++i) {
-        ASSERT_TRUE(ctx->eval(&tok, 1).ok());
-        logits[threads - 1].emplace_back(ctx->logits(0), ctx->logits(0) + n_vocab);
-        tok = argmax(ctx->logits(0), n_vocab);
-      }
+      ASSERT_EQ(greedy_from_bos(*ctx, 60, &logits[threads - 1]).size(), 60u);
     }
     for (size_t i = 0; i < logits[2].size(); ++i) {
       ASSERT_EQ(logits[0][i], logits[2][i]) << simd::isa_name(isa) << ": 1 vs 3 threads, step " << i;
