@@ -118,7 +118,7 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
             if (r0 < r1) matmul_rows(targets[i], in, r0, r1);
           }
         },
-        [&](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); });
+        reads_of(next));
     return;
   }
   // A batch: each target's rows are cut into chunks of whole 16-row groups, 4 per thread (one when the
@@ -217,12 +217,12 @@ void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batc
         float* scratch = scores_.data() + thread * per_thread;
         for (uint32_t kvh = h0; kvh < h1; ++kvh) attend_kv_head(layer, kv, 0, kvh, n_vis, scratch);
       },
-      [&](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); });
+      reads_of(next));
 }
 
 void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
                            const NextDispatch& next) {
-  auto plan = [&](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); };
+  const auto plan = reads_of(next);
   const uint32_t n = batch.n;
   const LlamaHparams& hp = model_.hparams();
   const uint32_t hd = hp.head_dim;

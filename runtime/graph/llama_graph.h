@@ -142,6 +142,10 @@ class LlamaGraph {
   bool grouped_attention(const KvArena& kv) const;
   // What `thread` of n_threads reads in the decode dispatch `next`.
   void plan_reads(const NextDispatch& next, size_t thread, size_t n_threads, NextReads& out) const;
+  // plan_reads for `next` as the plan ThreadPool::run takes.
+  auto reads_of(const NextDispatch& next) const {
+    return [this, &next](size_t thread, size_t n_threads, NextReads& out) { plan_reads(next, thread, n_threads, out); };
+  }
 
   const LlamaModel& model_;
   const simd::Kernels* k_ = nullptr;
