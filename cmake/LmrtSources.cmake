@@ -2,6 +2,7 @@
 # Kernel files are named *_scalar.cpp, *_avx2.cpp, *_avx512.cpp, *_neon.cpp (see simd/README.md).
 file(GLOB_RECURSE LMRT_SOURCES CONFIGURE_DEPENDS
   ${CMAKE_CURRENT_SOURCE_DIR}/abi/*.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/formats/*.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/*.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/simd/*.cpp)
 

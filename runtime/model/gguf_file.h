@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/model/tensor_type.h"
+#include "formats/tensor_type.h"
 #include "runtime/util/mapped_file.h"
 #include "runtime/util/status.h"
 

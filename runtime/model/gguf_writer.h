@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runtime/model/gguf_file.h"
-#include "runtime/model/tensor_type.h"
+#include "formats/tensor_type.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {

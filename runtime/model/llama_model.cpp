@@ -1,6 +1,6 @@
 #include "runtime/model/llama_model.h"
 
-#include "runtime/model/dequantize.h"
+#include "formats/dequantize.h"
 
 namespace lmrt {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/model/tensor_type.h"
+#include "formats/tensor_type.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "runtime/generate/context.h"
-#include "runtime/model/dequantize.h"
+#include "formats/dequantize.h"
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/gguf_writer.h"
 #include "runtime/model/llama_model.h"

@@ -1,4 +1,4 @@
-#include "runtime/model/dequantize.h"
+#include "formats/dequantize.h"
 
 #include <cstring>
 

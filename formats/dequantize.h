@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/model/tensor_type.h"
+#include "formats/tensor_type.h"
 
 namespace lmrt {
 

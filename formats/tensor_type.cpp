@@ -1,4 +1,4 @@
-#include "runtime/model/tensor_type.h"
+#include "formats/tensor_type.h"
 
 namespace lmrt {
 
@@ -27,8 +27,28 @@ TensorTypeTraits tensor_type_traits(TensorType type) {
       return {"BF16", 1, 2};
     case TensorType::q4_0:
       return {"Q4_0", 32, 18};
+    case TensorType::q4_1:
+      return {"Q4_1", 32, 20};
+    case TensorType::q5_0:
+      return {"Q5_0", 32, 22};
+    case TensorType::q5_1:
+      return {"Q5_1", 32, 24};
     case TensorType::q8_0:
       return {"Q8_0", 32, 34};
+    case TensorType::q2_k:
+      return {"Q2_K", 256, 84};
+    case TensorType::q3_k:
+      return {"Q3_K", 256, 110};
+    case TensorType::q4_k:
+      return {"Q4_K", 256, 144};
+    case TensorType::q5_k:
+      return {"Q5_K", 256, 176};
+    case TensorType::q6_k:
+      return {"Q6_K", 256, 210};
+    case TensorType::iq4_nl:
+      return {"IQ4_NL", 32, 18};
+    case TensorType::iq4_xs:
+      return {"IQ4_XS", 256, 136};
     case TensorType::q4_0x16:
       return {"Q4_0x16", 32, 18};
   }
