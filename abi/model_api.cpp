@@ -109,6 +109,8 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
               ++full.n_tensors_q4_0;
               full.bytes_q4_0 += t.n_bytes;
               break;
+            default:  // types without a field of their own: lmrt_model_tensor_type() enumerates every type
+              break;
           }
         }
         write_prefix(full, info);

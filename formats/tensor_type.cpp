@@ -1,58 +1,65 @@
 #include "formats/tensor_type.h"
 
+#include "formats/float_types.h"
+#include "formats/iq4.h"
+#include "formats/k_quants.h"
+#include "formats/legacy_quants.h"
+
 namespace lmrt {
 
+namespace {
+
+using A = ActivationFormat;
+using T = TensorType;
+
+// The quantize_row column is filled where lmrt has a quantizer; the others come with formats/quantize_*.cpp.
+constexpr TensorTypeTraits kTypes[] = {
+    {T::f32, "F32", 0, 1, 4, A::f32, dequantize_row_f32, nullptr},
+    {T::f16, "F16", 1, 1, 2, A::f32, dequantize_row_f16, nullptr},
+    {T::q4_0, "Q4_0", 2, 32, 18, A::q8_32, dequantize_row_q4_0, quantize_row_q4_0},
+    {T::q4_1, "Q4_1", 3, 32, 20, A::q8_32, dequantize_row_q4_1, nullptr},
+    {T::q5_0, "Q5_0", 6, 32, 22, A::q8_32, dequantize_row_q5_0, nullptr},
+    {T::q5_1, "Q5_1", 7, 32, 24, A::q8_32, dequantize_row_q5_1, nullptr},
+    {T::q8_0, "Q8_0", 8, 32, 34, A::f32, dequantize_row_q8_0, quantize_row_q8_0},
+    {T::q2_k, "Q2_K", 10, kQK, 84, A::q8_k, dequantize_row_q2_k, nullptr},
+    {T::q3_k, "Q3_K", 11, kQK, 110, A::q8_k, dequantize_row_q3_k, nullptr},
+    {T::q4_k, "Q4_K", 12, kQK, 144, A::q8_k, dequantize_row_q4_k, nullptr},
+    {T::q5_k, "Q5_K", 13, kQK, 176, A::q8_k, dequantize_row_q5_k, nullptr},
+    {T::q6_k, "Q6_K", 14, kQK, 210, A::q8_k, dequantize_row_q6_k, nullptr},
+    {T::iq4_nl, "IQ4_NL", 20, 32, 18, A::q8_32, dequantize_row_iq4_nl, nullptr},
+    {T::iq4_xs, "IQ4_XS", 23, kQK, 136, A::q8_k, dequantize_row_iq4_xs, nullptr},
+    {T::bf16, "BF16", 30, 1, 2, A::f32, dequantize_row_bf16, nullptr},
+    {T::q4_0x16, "Q4_0x16", 4098, 32, 18, A::q8_32, nullptr, nullptr},
+};
+
+// Every row matches its enum value, and the block sizes match the block structs.
+constexpr bool table_is_consistent() {
+  for (const TensorTypeTraits& t : kTypes)
+    if (static_cast<uint32_t>(t.type) != t.ggml_id) return false;
+  return true;
+}
+static_assert(table_is_consistent());
+static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24 &&
+              sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
+              sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockIQ4_XS) == 136);
+
+}  // namespace
+
+std::span<const TensorTypeTraits> all_tensor_types() { return kTypes; }
+
 bool tensor_type_from_id(uint32_t id, TensorType* out) {
-  switch (id) {
-    case 0:
-    case 1:
-    case 2:
-    case 8:
-    case 30:
-    case 4098:
-      *out = static_cast<TensorType>(id);
+  for (const TensorTypeTraits& t : kTypes)
+    if (t.ggml_id == id) {
+      *out = t.type;
       return true;
-    default:
-      return false;
-  }
+    }
+  return false;
 }
 
-TensorTypeTraits tensor_type_traits(TensorType type) {
-  switch (type) {
-    case TensorType::f32:
-      return {"F32", 1, 4};
-    case TensorType::f16:
-      return {"F16", 1, 2};
-    case TensorType::bf16:
-      return {"BF16", 1, 2};
-    case TensorType::q4_0:
-      return {"Q4_0", 32, 18};
-    case TensorType::q4_1:
-      return {"Q4_1", 32, 20};
-    case TensorType::q5_0:
-      return {"Q5_0", 32, 22};
-    case TensorType::q5_1:
-      return {"Q5_1", 32, 24};
-    case TensorType::q8_0:
-      return {"Q8_0", 32, 34};
-    case TensorType::q2_k:
-      return {"Q2_K", 256, 84};
-    case TensorType::q3_k:
-      return {"Q3_K", 256, 110};
-    case TensorType::q4_k:
-      return {"Q4_K", 256, 144};
-    case TensorType::q5_k:
-      return {"Q5_K", 256, 176};
-    case TensorType::q6_k:
-      return {"Q6_K", 256, 210};
-    case TensorType::iq4_nl:
-      return {"IQ4_NL", 32, 18};
-    case TensorType::iq4_xs:
-      return {"IQ4_XS", 256, 136};
-    case TensorType::q4_0x16:
-      return {"Q4_0x16", 32, 18};
-  }
-  return {"?", 1, 1};
+const TensorTypeTraits& tensor_type_traits(TensorType type) {
+  for (const TensorTypeTraits& t : kTypes)
+    if (t.type == type) return t;
+  return kTypes[0];  // unreachable for a TensorType made by tensor_type_from_id
 }
 
 std::string ggml_type_name(uint32_t id) {
@@ -64,6 +71,15 @@ std::string ggml_type_name(uint32_t id) {
   };
   if (id < sizeof(kNames) / sizeof(kNames[0])) return kNames[id];
   return "type " + std::to_string(id);
+}
+
+std::string supported_tensor_type_names() {
+  std::string s;
+  for (const TensorTypeTraits& t : kTypes) {
+    if (!s.empty()) s += ", ";
+    s += t.name;
+  }
+  return s;
 }
 
 }  // namespace lmrt

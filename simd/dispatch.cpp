@@ -111,25 +111,52 @@ const Kernels& kernels_for(Isa isa) {
   return k != nullptr ? *k : *scalar_kernels();
 }
 
-MatmulFn matmul_for(const Kernels& k, TensorType type) {
+namespace {
+
+const Matmul& table_entry(const MatmulTable& m, TensorType type) {
   switch (type) {
     case TensorType::f32:
-      return k.matmul_f32;
+      return m.f32;
     case TensorType::f16:
-      return k.matmul_f16;
-    case TensorType::bf16:
-      return k.matmul_bf16;
-    case TensorType::q8_0:
-      return k.matmul_q8_0;
+      return m.f16;
     case TensorType::q4_0:
-      return k.matmul_q4_0;
+      return m.q4_0;
+    case TensorType::q4_1:
+      return m.q4_1;
+    case TensorType::q5_0:
+      return m.q5_0;
+    case TensorType::q5_1:
+      return m.q5_1;
+    case TensorType::q8_0:
+      return m.q8_0;
+    case TensorType::q2_k:
+      return m.q2_k;
+    case TensorType::q3_k:
+      return m.q3_k;
+    case TensorType::q4_k:
+      return m.q4_k;
+    case TensorType::q5_k:
+      return m.q5_k;
+    case TensorType::q6_k:
+      return m.q6_k;
+    case TensorType::iq4_nl:
+      return m.iq4_nl;
+    case TensorType::iq4_xs:
+      return m.iq4_xs;
+    case TensorType::bf16:
+      return m.bf16;
     case TensorType::q4_0x16:
-      return k.matmul_q4_0x16;
+      return m.q4_0x16;
   }
-  return k.matmul_f32;
+  return m.f32;
 }
 
-bool takes_q8_activations(TensorType type) { return type == TensorType::q4_0 || type == TensorType::q4_0x16; }
+}  // namespace
+
+const Matmul& matmul_for(const Kernels& k, TensorType type) {
+  const Matmul& own = table_entry(k.matmul, type);
+  return own.fn != nullptr ? own : table_entry(scalar_kernels()->matmul, type);
+}
 
 // Tables not compiled into this build. Each ISA file defines its own getter.
 #if !defined(LMRT_ARCH_X86)

@@ -26,28 +26,45 @@ enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
 const char* isa_name(Isa isa);
 
 // Y[t * ldy + r] = dot(row r of W, row t of X) for rows r in [r0, r1) and tokens t in [0, n_tok).
-// W rows are `n` elements of the weight type, `w_row_bytes` apart. X rows are float32 (F32, F16,
-// BF16, Q8_0 weights) or BlockQ8Act blocks (Q4_0 weights), `x_row_bytes` apart (a multiple of 4).
-// Q8_0 weights take float activations for accuracy (see kernels_scalar.cpp); Q4_0 takes int8 ones
-// for speed.
+// W rows are `n` elements of the weight type, `w_row_bytes` apart. X rows are `x_row_bytes` apart (a
+// multiple of 4) and hold what the kernel's table entry says it takes (Matmul::input): float32, n / 32
+// BlockQ8Act blocks or n / 256 BlockQ8_K blocks. Q8_0 weights take float activations for accuracy (see
+// kernels_scalar.cpp); Q4_0 takes int8 ones for speed.
 using MatmulFn = void (*)(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                           size_t r0, size_t r1, float* y, size_t ldy);
+
+// One weight type's row-matmul kernel and the activation rows it reads. Plugging in a kernel that takes
+// another activation format (e.g. Q8_K for a K-quant) is a change of this one entry: the graph quantizes
+// its input to whatever the entry asks for.
+struct Matmul {
+  MatmulFn fn = nullptr;
+  ActivationFormat input = ActivationFormat::f32;
+};
+
+// An ISA table's entry for a type it has no kernel of its own for: matmul_for() then serves the type with
+// the scalar table's entry.
+inline constexpr Matmul kServedByScalar{};
+
+// One matmul per weight type, in ggml id order; every ISA fills each member with designated initializers
+// (a kernel, or kServedByScalar). The scalar table fills every member.
+struct MatmulTable {
+  Matmul f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, bf16;
+  // Q4_0x16 (formats/q4_0x16.h): r0, r1 and the matrix's row count are multiples of 16;
+  // w_row_bytes is a standard Q4_0 row's (a group of 16 rows spans 16 of them).
+  Matmul q4_0x16;
+};
 
 struct Kernels {
   Isa isa;
   // Indexed by weight type: use matmul_for().
-  MatmulFn matmul_f32;
-  MatmulFn matmul_f16;
-  MatmulFn matmul_bf16;
-  MatmulFn matmul_q8_0;
-  MatmulFn matmul_q4_0;
-  // Q4_0x16 (runtime/model/q4_0x16.h): r0, r1 and the matrix's row count are multiples of 16;
-  // w_row_bytes is a standard Q4_0 row's (a group of 16 rows spans 16 of them).
-  MatmulFn matmul_q4_0x16;
+  MatmulTable matmul;
 
   // Quantizes n floats (n % 32 == 0) to n / 32 activation blocks (round to nearest, scale =
   // max|x| / 127), bit-identical on every ISA.
   void (*quantize_q8_act)(const float* x, BlockQ8Act* y, size_t n);
+  // Quantizes n floats (n % 256 == 0) to n / 256 Q8_K blocks exactly as ggml's quantize_row_q8_K
+  // (formats/k_quants.h), bit-identical on every ISA.
+  void (*quantize_q8_k)(const float* x, BlockQ8_K* y, size_t n);
   // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
   void (*rmsnorm)(float* out, const float* x, const float* w, size_t n, float eps);
   // In-place numerically stable softmax.
@@ -107,10 +124,9 @@ inline constexpr size_t attend_scratch_floats(size_t n_pos, size_t hd) {
 // Largest head size attend_heads_f16 takes.
 inline constexpr size_t kAttendHeadsMaxDim = 128;
 
-// Picks the row-matmul kernel for a weight type.
-MatmulFn matmul_for(const Kernels& k, TensorType type);
-// True when the weight type takes BlockQ8Act activations (quantize_q8_act).
-bool takes_q8_activations(TensorType type);
+// The row-matmul kernel for a weight type: the table's own entry, or the scalar table's where the table
+// has none (kServedByScalar). Never has a null fn.
+const Matmul& matmul_for(const Kernels& k, TensorType type);
 
 // The kernel tables compiled into this build; nullptr when an ISA is not compiled in.
 const Kernels* scalar_kernels();

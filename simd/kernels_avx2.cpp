@@ -16,7 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/k_quants.h"
+#include "formats/q4_0x16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/kv_streams.h"
@@ -276,7 +277,7 @@ template <class K>
   tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
-// ---- Q4_0x16 decode (runtime/model/q4_0x16.h) ----
+// ---- Q4_0x16 decode (formats/q4_0x16.h) ----
 //
 // Each 64-byte line of a unit holds 4 nibble bytes of each of 16 rows: two registers of 8 rows, one row
 // per 32-bit lane. maddubs multiplies the unsigned nibbles by the activation dword broadcast and adds
@@ -495,28 +496,42 @@ void to_f16(const float* x, uint16_t* y, size_t n) {
 }
 
 const Kernels kAvx2 = {
-    Isa::avx2,
-    matmul<FloatTiles<F32Weights>>,
-    matmul<FloatTiles<F16Weights>>,
-    matmul<FloatTiles<BF16Weights>>,
-    matmul<FloatTiles<Q8_0FloatWeights>>,
-    matmul<QuantTiles<Q4_0Weights>>,
-    matmul_q4_0x16,
-    quantize_q8_act,
-    Ops::rmsnorm,
-    Ops::softmax,
-    Ops::silu_mul,
-    Ops::add,
-    dot_f32,
-    axpy,
-    dot_f16,
-    axpy_f16,
-    scores_f16,
-    weighted_sum_f16,
-    to_f16,
-    nullptr,  // attend_f16
-    nullptr,  // attend_heads_f16
-    Ops::rope,
+    .isa = Isa::avx2,
+    .matmul =
+        {
+            .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
+            .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
+            .q4_0 = {matmul<QuantTiles<Q4_0Weights>>, ActivationFormat::q8_32},
+            .q4_1 = kServedByScalar,
+            .q5_0 = kServedByScalar,
+            .q5_1 = kServedByScalar,
+            .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
+            .q2_k = kServedByScalar,
+            .q3_k = kServedByScalar,
+            .q4_k = kServedByScalar,
+            .q5_k = kServedByScalar,
+            .q6_k = kServedByScalar,
+            .iq4_nl = kServedByScalar,
+            .iq4_xs = kServedByScalar,
+            .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
+            .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
+        },
+    .quantize_q8_act = quantize_q8_act,
+    .quantize_q8_k = quantize_row_q8_k,  // the scalar reference (formats/k_quants.h)
+    .rmsnorm = Ops::rmsnorm,
+    .softmax = Ops::softmax,
+    .silu_mul = Ops::silu_mul,
+    .add = Ops::add,
+    .dot_f32 = dot_f32,
+    .axpy = axpy,
+    .dot_f16 = dot_f16,
+    .axpy_f16 = axpy_f16,
+    .scores_f16 = scores_f16,
+    .weighted_sum_f16 = weighted_sum_f16,
+    .to_f16 = to_f16,
+    .attend_f16 = nullptr,
+    .attend_heads_f16 = nullptr,
+    .rope = Ops::rope,
 };
 
 }  // namespace

@@ -25,7 +25,8 @@
 #include <cstring>
 #include <utility>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/k_quants.h"
+#include "formats/q4_0x16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/kv_streams.h"
@@ -372,7 +373,7 @@ void prefetch_slab(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nb
   }
 }
 
-// Repacks blocks [b0, b0 + nbs) of a Q4_0x16 group (runtime/model/q4_0x16.h) into s: each 64-byte line
+// Repacks blocks [b0, b0 + nbs) of a Q4_0x16 group (formats/q4_0x16.h) into s: each 64-byte line
 // of a unit already holds raw dword c of the 16 rows, one per lane, so this is only the nibble split.
 void repack_q4_0x16(const uint8_t* group, size_t b0, size_t nbs, PackedSlab& s) {
   const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -453,7 +454,7 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
 
 // ---- end of Q4_0 prefill ----
 
-// ---- Q4_0x16 (runtime/model/q4_0x16.h) ----
+// ---- Q4_0x16 (formats/q4_0x16.h) ----
 //
 // One 64-byte load holds 4 nibble bytes of each of 16 rows, one row per 32-bit lane: its low nibbles
 // against the token's activation dword broadcast, its high nibbles against the dword 16 elements on,
@@ -1047,28 +1048,42 @@ void attend_f16(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, c
 // ---- end of batched attention ----
 
 const Kernels kAvx512 = {
-    Isa::avx512,
-    matmul<FloatTiles<F32Weights>>,
-    matmul<FloatTiles<F16Weights>>,
-    matmul<FloatTiles<BF16Weights>>,
-    matmul<FloatTiles<Q8_0FloatWeights>>,
-    matmul_q4_0,
-    matmul_q4_0x16,
-    quantize_q8_act,
-    Ops::rmsnorm,
-    Ops::softmax,
-    Ops::silu_mul,
-    Ops::add,
-    dot_f32,
-    axpy,
-    dot_f16,
-    axpy_f16,
-    scores_f16,
-    weighted_sum_f16,
-    to_f16,
-    attend_f16,
-    attend_heads_f16,
-    Ops::rope,
+    .isa = Isa::avx512,
+    .matmul =
+        {
+            .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
+            .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
+            .q4_0 = {matmul_q4_0, ActivationFormat::q8_32},
+            .q4_1 = kServedByScalar,
+            .q5_0 = kServedByScalar,
+            .q5_1 = kServedByScalar,
+            .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
+            .q2_k = kServedByScalar,
+            .q3_k = kServedByScalar,
+            .q4_k = kServedByScalar,
+            .q5_k = kServedByScalar,
+            .q6_k = kServedByScalar,
+            .iq4_nl = kServedByScalar,
+            .iq4_xs = kServedByScalar,
+            .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
+            .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
+        },
+    .quantize_q8_act = quantize_q8_act,
+    .quantize_q8_k = quantize_row_q8_k,  // the scalar reference (formats/k_quants.h)
+    .rmsnorm = Ops::rmsnorm,
+    .softmax = Ops::softmax,
+    .silu_mul = Ops::silu_mul,
+    .add = Ops::add,
+    .dot_f32 = dot_f32,
+    .axpy = axpy,
+    .dot_f16 = dot_f16,
+    .axpy_f16 = axpy_f16,
+    .scores_f16 = scores_f16,
+    .weighted_sum_f16 = weighted_sum_f16,
+    .to_f16 = to_f16,
+    .attend_f16 = attend_f16,
+    .attend_heads_f16 = attend_heads_f16,
+    .rope = Ops::rope,
 };
 
 }  // namespace

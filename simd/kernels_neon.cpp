@@ -26,7 +26,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/k_quants.h"
+#include "formats/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
@@ -177,7 +178,7 @@ struct Q4_0WideningTiles : Q4_0TileShape {
   }
 };
 
-// ---- Q4_0x16 decode (runtime/model/q4_0x16.h) ----
+// ---- Q4_0x16 decode (formats/q4_0x16.h) ----
 //
 // A unit's 64-byte line c is four 16-byte registers of 4 rows each, one row's 4 nibble bytes per 32-bit
 // lane: its low nibbles pair with activation bytes 4c..4c+3 and its high nibbles with 16+4c..16+4c+3,
@@ -527,28 +528,42 @@ void weighted_sum_f16(float* out, const float* w, const uint16_t* v, size_t stri
 template <MatmulFn kQ4_0, MatmulFn kQ4_0x16>
 constexpr Kernels make_table() {
   return {
-      Isa::neon,
-      matmul<FloatTiles<F32Weights>>,
-      matmul<FloatTiles<F16Weights>>,
-      matmul<FloatTiles<BF16Weights>>,
-      matmul<FloatTiles<Q8_0FloatWeights>>,
-      kQ4_0,
-      kQ4_0x16,
-      quantize_q8_act,
-      Ops::rmsnorm,
-      Ops::softmax,
-      Ops::silu_mul,
-      Ops::add,
-      dot_f32,
-      axpy,
-      dot_f16,
-      axpy_f16,
-      scores_f16,
-      weighted_sum_f16,
-      nullptr,  // to_f16: the graph converts through KvArena::store
-      nullptr,  // attend_f16: the graph attends token by token
-      nullptr,  // attend_heads_f16
-      Ops::rope,
+      .isa = Isa::neon,
+      .matmul =
+          {
+              .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
+              .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
+              .q4_0 = {kQ4_0, ActivationFormat::q8_32},
+              .q4_1 = kServedByScalar,
+              .q5_0 = kServedByScalar,
+              .q5_1 = kServedByScalar,
+              .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
+              .q2_k = kServedByScalar,
+              .q3_k = kServedByScalar,
+              .q4_k = kServedByScalar,
+              .q5_k = kServedByScalar,
+              .q6_k = kServedByScalar,
+              .iq4_nl = kServedByScalar,
+              .iq4_xs = kServedByScalar,
+              .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
+              .q4_0x16 = {kQ4_0x16, ActivationFormat::q8_32},
+          },
+      .quantize_q8_act = quantize_q8_act,
+      .quantize_q8_k = quantize_row_q8_k,  // the scalar reference (formats/k_quants.h)
+      .rmsnorm = Ops::rmsnorm,
+      .softmax = Ops::softmax,
+      .silu_mul = Ops::silu_mul,
+      .add = Ops::add,
+      .dot_f32 = dot_f32,
+      .axpy = axpy,
+      .dot_f16 = dot_f16,
+      .axpy_f16 = axpy_f16,
+      .scores_f16 = scores_f16,
+      .weighted_sum_f16 = weighted_sum_f16,
+      .to_f16 = nullptr,      // the graph converts through KvArena::store
+      .attend_f16 = nullptr,  // the graph attends token by token
+      .attend_heads_f16 = nullptr,
+      .rope = Ops::rope,
   };
 }
 

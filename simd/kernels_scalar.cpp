@@ -2,7 +2,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/k_quants.h"
+#include "formats/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/kernels.h"
 
@@ -54,7 +55,7 @@ float dot_q4_0_row(const BlockQ4_0* w, const BlockQ8Act* x, size_t nb) {
   return s;
 }
 
-// The reference for Q4_0x16 (runtime/model/q4_0x16.h): the arithmetic of dot_q4_0_row, reading each
+// The reference for Q4_0x16 (formats/q4_0x16.h): the arithmetic of dot_q4_0_row, reading each
 // row's scale and nibbles from its group's interleaved units.
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
@@ -94,6 +95,30 @@ void matmul_rows(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
     const X* xt = reinterpret_cast<const X*>(xb + t * x_row_bytes);
     for (size_t r = r0; r < r1; ++r)
       y[t * ldy + r] = Dot(reinterpret_cast<const W*>(wb + r * w_row_bytes), xt, n / kElemsPerUnit);
+  }
+}
+
+// The generic fallback for weight types without an integer kernel yet (the K-quants, Q4_1, Q5_0, Q5_1,
+// IQ4_NL, IQ4_XS until simd/quant_kernels_*.cpp land): each weight row is dequantized with the type's
+// scalar dequantize_row (formats/) a chunk at a time into a buffer on the stack and dotted with the float
+// activations, so it takes f32 input, allocates nothing and needs no per-type code. A chunk is a whole
+// number of blocks of every type (32 and 256 divide it).
+template <TensorType kType>
+void matmul_dequantized(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                        size_t r0, size_t r1, float* y, size_t ldy) {
+  constexpr size_t kChunk = 1024;
+  const TensorTypeTraits& tr = tensor_type_traits(kType);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float buf[kChunk];
+  for (size_t r = r0; r < r1; ++r) {
+    for (size_t t = 0; t < n_tok; ++t) y[t * ldy + r] = 0.0f;
+    for (size_t c0 = 0; c0 < n; c0 += kChunk) {
+      const size_t len = n - c0 < kChunk ? n - c0 : kChunk;
+      tr.dequantize_row(wb + r * w_row_bytes + c0 / tr.block_size * tr.block_bytes, buf, len);
+      for (size_t t = 0; t < n_tok; ++t)
+        y[t * ldy + r] += dot_f32_row(buf, reinterpret_cast<const float*>(xb + t * x_row_bytes) + c0, len);
+    }
   }
 }
 
@@ -176,29 +201,45 @@ void rope(float* v, const float* cs, size_t n_pairs) {
   }
 }
 
+constexpr ActivationFormat kF32 = ActivationFormat::f32, kQ8_32 = ActivationFormat::q8_32;
+
 const Kernels kScalar = {
-    Isa::scalar,
-    matmul_rows<float, float, dot_f32_row, 1>,
-    matmul_rows<uint16_t, float, dot_f16_row, 1>,
-    matmul_rows<uint16_t, float, dot_bf16_row, 1>,
-    matmul_rows<BlockQ8_0, float, dot_q8_0_row, 32>,
-    matmul_rows<BlockQ4_0, BlockQ8Act, dot_q4_0_row, 32>,
-    matmul_q4_0x16,
-    quantize_q8_act,
-    rmsnorm,
-    softmax,
-    silu_mul,
-    add,
-    dot_f32_row,
-    axpy,
-    dot_f16,
-    axpy_f16,
-    scores_f16,
-    weighted_sum_f16,
-    to_f16,
-    nullptr,  // attend_f16
-    nullptr,  // attend_heads_f16
-    rope,
+    .isa = Isa::scalar,
+    .matmul =
+        {
+            .f32 = {matmul_rows<float, float, dot_f32_row, 1>, kF32},
+            .f16 = {matmul_rows<uint16_t, float, dot_f16_row, 1>, kF32},
+            .q4_0 = {matmul_rows<BlockQ4_0, BlockQ8Act, dot_q4_0_row, 32>, kQ8_32},
+            .q4_1 = {matmul_dequantized<TensorType::q4_1>, kF32},
+            .q5_0 = {matmul_dequantized<TensorType::q5_0>, kF32},
+            .q5_1 = {matmul_dequantized<TensorType::q5_1>, kF32},
+            .q8_0 = {matmul_rows<BlockQ8_0, float, dot_q8_0_row, 32>, kF32},
+            .q2_k = {matmul_dequantized<TensorType::q2_k>, kF32},
+            .q3_k = {matmul_dequantized<TensorType::q3_k>, kF32},
+            .q4_k = {matmul_dequantized<TensorType::q4_k>, kF32},
+            .q5_k = {matmul_dequantized<TensorType::q5_k>, kF32},
+            .q6_k = {matmul_dequantized<TensorType::q6_k>, kF32},
+            .iq4_nl = {matmul_dequantized<TensorType::iq4_nl>, kF32},
+            .iq4_xs = {matmul_dequantized<TensorType::iq4_xs>, kF32},
+            .bf16 = {matmul_rows<uint16_t, float, dot_bf16_row, 1>, kF32},
+            .q4_0x16 = {matmul_q4_0x16, kQ8_32},
+        },
+    .quantize_q8_act = quantize_q8_act,
+    .quantize_q8_k = quantize_row_q8_k,
+    .rmsnorm = rmsnorm,
+    .softmax = softmax,
+    .silu_mul = silu_mul,
+    .add = add,
+    .dot_f32 = dot_f32_row,
+    .axpy = axpy,
+    .dot_f16 = dot_f16,
+    .axpy_f16 = axpy_f16,
+    .scores_f16 = scores_f16,
+    .weighted_sum_f16 = weighted_sum_f16,
+    .to_f16 = to_f16,
+    .attend_f16 = nullptr,
+    .attend_heads_f16 = nullptr,
+    .rope = rope,
 };
 
 }  // namespace

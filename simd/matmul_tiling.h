@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/q4_0x16.h"
 
 namespace lmrt::simd::tiling {
 
@@ -109,7 +109,7 @@ void x16_streams(const uint8_t* w, size_t group_bytes, size_t nb, const void* x,
   }
 }
 
-// Q4_0x16 decode (runtime/model/q4_0x16.h, one token): the 16-row groups of [r0, r1) (multiples of 16)
+// Q4_0x16 decode (formats/q4_0x16.h, one token): the 16-row groups of [r0, r1) (multiples of 16)
 // are read as K::kMaxStreams (8 or 4) streams far apart, each over its own stretch of the groups (one
 // sequential stream reads far below a core's bandwidth), then 4, then one at a time. K provides
 // kMaxStreams and template <int S> static void groups(const uint8_t* const (&p)[S], size_t nb,

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/q4_0x16.h"
 #include "simd/kernels.h"
 
 namespace lmrt::simd {

@@ -53,6 +53,15 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
                                 attention_scratch_floats(params.n_ctx, hp.head_dim, hp.n_head / hp.n_head_kv)) &&
             g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
             g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab);
+  // Q8_K input only when some weight's kernel takes it (row lengths are then multiples of 256).
+  bool any_q8_k = false;
+  auto takes_q8_k = [&](const WeightView& w) {
+    any_q8_k |= simd::matmul_for(*g->k_, w.type).input == ActivationFormat::q8_k;
+  };
+  takes_q8_k(model.output());
+  for (const LayerWeights& L : model.layers())
+    for (const WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) takes_q8_k(*w);
+  if (any_q8_k) ok = ok && g->xqk_.allocate(std::max(nb * (hp.n_embd / kQK), nb_ffn * (hp.n_ff / kQK)));
   if (!ok) return Error(Code::out_of_memory, "cannot allocate the forward-pass scratch buffers");
 
   // RoPE as GGUF llama models use it: adjacent pairs (x[2i], x[2i+1]) of the first rope_dim
@@ -72,36 +81,53 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
 
 size_t LlamaGraph::scratch_bytes() const {
   return x_.bytes() + xn_.bytes() + q_.bytes() + k_cur_.bytes() + v_cur_.bytes() + att_out_.bytes() + gate_.bytes() +
-         up_.bytes() + scores_.bytes() + xq_.bytes() + rope_cs_.bytes() + logits_.bytes();
+         up_.bytes() + scores_.bytes() + xq_.bytes() + xqk_.bytes() + rope_cs_.bytes() + logits_.bytes();
 }
 
 LlamaGraph::MatmulInput LlamaGraph::matmul_input(const MatmulTarget* targets, size_t count, uint32_t n_tok,
                                                  const float* x, size_t ldx, ThreadPool& pool) {
   MatmulInput in{x, ldx, nullptr, targets[0].w->n_cols, n_tok};  // every target reads the same input rows
-  bool any_q8 = false;
-  for (size_t i = 0; i < count; ++i) any_q8 |= simd::takes_q8_activations(targets[i].w->type);
-  if (any_q8) {
-    // Quantize the input rows once; every row of every W then reads the same int8 activations. A
-    // batch's rows are split across the pool; one row is not worth a dispatch.
-    const size_t n = in.n, nb = n / 32;
-    simd::BlockQ8Act* q = xq_.data();
+  bool any_q8 = false, any_q8_k = false;
+  for (size_t i = 0; i < count; ++i) {
+    const ActivationFormat f = simd::matmul_for(*k_, targets[i].w->type).input;
+    any_q8 |= f == ActivationFormat::q8_32;
+    any_q8_k |= f == ActivationFormat::q8_k;
+  }
+  // Quantize the input rows once per format; every row of every W then reads the same int8 activations.
+  // A batch's rows are split across the pool; one row is not worth a dispatch.
+  const size_t n = in.n;
+  auto quantize = [&](auto* q, size_t blocks_per_row, auto quantize_row) {
     if (n_tok == 1) {
-      k_->quantize_q8_act(x, q, n);
-    } else {
-      pool.parallel_for(n_tok, std::max<size_t>(1, n_tok / (pool.size() * 4)), [&](size_t t0, size_t t1) {
-        for (size_t t = t0; t < t1; ++t) k_->quantize_q8_act(x + t * ldx, q + t * nb, n);
-      });
+      quantize_row(x, q, n);
+      return;
     }
-    in.xq = q;
+    pool.parallel_for(n_tok, std::max<size_t>(1, n_tok / (pool.size() * 4)), [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) quantize_row(x + t * ldx, q + t * blocks_per_row, n);
+    });
+  };
+  if (any_q8) {
+    quantize(xq_.data(), n / 32, k_->quantize_q8_act);
+    in.xq = xq_.data();
+  }
+  if (any_q8_k) {
+    quantize(xqk_.data(), n / kQK, k_->quantize_q8_k);
+    in.xqk = xqk_.data();
   }
   return in;
 }
 
 void LlamaGraph::matmul_rows(const MatmulTarget& t, const MatmulInput& in, size_t r0, size_t r1) const {
-  const bool q8 = simd::takes_q8_activations(t.w->type);
-  const void* xin = q8 ? static_cast<const void*>(in.xq) : static_cast<const void*>(in.x);
-  const size_t x_row_bytes = q8 ? in.n / 32 * sizeof(simd::BlockQ8Act) : in.ldx * sizeof(float);
-  simd::matmul_for(*k_, t.w->type)(t.w->data, t.w->row_bytes, xin, x_row_bytes, in.n, in.n_tok, r0, r1, t.y, t.ldy);
+  const simd::Matmul& mm = simd::matmul_for(*k_, t.w->type);
+  const void* xin = in.x;
+  size_t x_row_bytes = in.ldx * sizeof(float);
+  if (mm.input == ActivationFormat::q8_32) {
+    xin = in.xq;
+    x_row_bytes = in.n / 32 * sizeof(simd::BlockQ8Act);
+  } else if (mm.input == ActivationFormat::q8_k) {
+    xin = in.xqk;
+    x_row_bytes = in.n / kQK * sizeof(BlockQ8_K);
+  }
+  mm.fn(t.w->data, t.w->row_bytes, xin, x_row_bytes, in.n, in.n_tok, r0, r1, t.y, t.ldy);
 }
 
 void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,

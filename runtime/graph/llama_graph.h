@@ -104,14 +104,16 @@ class LlamaGraph {
     const KvArena* kv = nullptr;
     uint32_t layer = 0, n_visible = 0;
   };
-  // What every row of a matmul reads: the n_tok input rows x (n floats each, ldx apart) and, for weights
-  // that take 8-bit activations, their quantization (in xq_).
+  // What every row of a matmul reads: the n_tok input rows x (n floats each, ldx apart) and, for kernels
+  // that take 8-bit activations (simd::Matmul::input), their quantization: 32-element blocks in xq_,
+  // Q8_K blocks in xqk_.
   struct MatmulInput {
     const float* x;
     size_t ldx;
     const simd::BlockQ8Act* xq;
     size_t n;
     uint32_t n_tok;
+    const BlockQ8_K* xqk = nullptr;
   };
   MatmulInput matmul_input(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,
                            ThreadPool& pool);
@@ -166,6 +168,7 @@ class LlamaGraph {
   AlignedBuffer<float> scores_;   // per thread: attention scratch (attention_scratch_floats)
   AlignedBuffer<simd::BlockQ8Act>
       xq_;  // quantized matmul input: the larger of [n_batch][n_embd / 32], [min(n_batch, kFfnTokens)][n_ff / 32]
+  AlignedBuffer<BlockQ8_K> xqk_;  // the same as Q8_K blocks of 256, when the model has a kernel that takes them
   AlignedBuffer<float> rope_cs_;  // [n_ctx][rope_dim / 2][cos, sin]
   AlignedBuffer<float> logits_;   // [n_batch or 1][n_vocab]
 };

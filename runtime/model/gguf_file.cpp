@@ -5,7 +5,7 @@
 #include <limits>
 #include <unordered_set>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/q4_0x16.h"
 #include "runtime/util/checked_math.h"
 
 namespace lmrt {
@@ -412,7 +412,7 @@ Status GgufFile::parse(std::unique_ptr<MappedFile> file, const GgufLimits& limit
       return Error(Code::unsupported,
                    name + (known ? " has type " + type_name + " (ggml type " : " has unknown type id ") +
                        std::to_string(type_id) + (known ? ")" : "") +
-                       ", which lmrt does not read (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_0x16)" + where);
+                       ", which lmrt does not read (supported: " + supported_tensor_type_names() + ")" + where);
     }
     const TensorTypeTraits tr = tensor_type_traits(ti.type);
     if (ti.ne[0] % tr.block_size != 0)

@@ -9,7 +9,7 @@
 
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/gguf_writer.h"
-#include "runtime/model/q4_0x16.h"
+#include "formats/q4_0x16.h"
 
 namespace lmrt {
 

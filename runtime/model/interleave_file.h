@@ -1,5 +1,5 @@
 // `lmrt quantize --interleave`: rewrites a GGUF model so that its Q4_0 weight matrices are stored as
-// lmrt's interleaved Q4_0x16 (runtime/model/q4_0x16.h), which the decode kernels stream straight from
+// lmrt's interleaved Q4_0x16 (formats/q4_0x16.h), which the decode kernels stream straight from
 // the mapping. Only lmrt reads the result: Q4_0x16 has a GGUF type id outside ggml's range.
 #pragma once
 

@@ -90,55 +90,18 @@ float gaussian(uint64_t& state) {
   return (sum / 65536.0f - 2.0f) * 1.7320508f;
 }
 
-// The reference Q4_0 quantizer: the scale maps the signed value of largest magnitude to -8.
-void quantize_q4_0_block(const float* x, BlockQ4_0* out) {
-  float amax = 0.0f, mx = 0.0f;
-  for (int j = 0; j < 32; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      mx = x[j];
-    }
-  }
-  const float d = mx / -8.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  out->d = f32_to_fp16(d);
-  for (int j = 0; j < 16; ++j) {
-    const int a = std::min(15, static_cast<int>(x[j] * id + 8.5f));
-    const int b = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
-    out->qs[j] = static_cast<uint8_t>(a | (b << 4));
-  }
-}
-
-void quantize_q8_0_block(const float* x, BlockQ8_0* out) {
-  float amax = 0.0f;
-  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  out->d = f32_to_fp16(d);
-  for (int j = 0; j < 32; ++j) out->qs[j] = static_cast<int8_t>(std::round(x[j] * id));
-}
-
-// Fills one row of `type` from n floats.
+// Fills one row of `type` from n floats: the type's quantizer from the traits table, F16 and BF16 as
+// written here, F32 as is (write_synthetic_model refuses every other type).
 void encode_row(const float* x, size_t n, TensorType type, uint8_t* out) {
-  switch (type) {
-    case TensorType::q4_0:
-      for (size_t b = 0; b < n / 32; ++b) quantize_q4_0_block(x + b * 32, reinterpret_cast<BlockQ4_0*>(out) + b);
-      break;
-    case TensorType::q8_0:
-      for (size_t b = 0; b < n / 32; ++b) quantize_q8_0_block(x + b * 32, reinterpret_cast<BlockQ8_0*>(out) + b);
-      break;
-    case TensorType::f16:
-      for (size_t i = 0; i < n; ++i) {
-        const uint16_t h = f32_to_fp16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
-      break;
-    case TensorType::bf16:
-    case TensorType::f32:
-      std::memcpy(out, x, n * sizeof(float));
-      break;
-    case TensorType::q4_0x16:  // not row-addressable: `lmrt quantize --interleave` makes it from Q4_0 files
-      break;
+  if (const QuantizeRowFn quantize = tensor_type_traits(type).quantize_row) {
+    quantize(x, out, n);
+  } else if (type == TensorType::f16) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t h = f32_to_fp16(x[i]);
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  } else if (type == TensorType::f32) {
+    std::memcpy(out, x, n * sizeof(float));
   }
 }
 
@@ -176,8 +139,10 @@ Status check_synthetic_shape(const SyntheticShape& s) {
 
 Status write_synthetic_model(const std::string& path, const SyntheticShape& s, const SyntheticOptions& opt) {
   LMRT_RETURN_IF_ERROR(check_synthetic_shape(s));
-  if (opt.weight_type == TensorType::bf16)
-    return Error(Code::invalid_argument, "BF16 synthetic weights are not supported");
+  if (opt.weight_type != TensorType::f32 && opt.weight_type != TensorType::f16 &&
+      tensor_type_traits(opt.weight_type).quantize_row == nullptr)
+    return Error(Code::invalid_argument, std::string(tensor_type_traits(opt.weight_type).name) +
+                                             " synthetic weights are not supported (lmrt has no quantizer for it)");
   Vocab vocab;
   try {
     LMRT_RETURN_IF_ERROR(load_vocab(opt.tokenizer_path, s.vocab, &vocab));

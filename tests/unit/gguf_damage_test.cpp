@@ -326,15 +326,17 @@ TEST_F(GgufDamage, TensorDimensions) {
 TEST_F(GgufDamage, TensorTypes) {
   const auto& t = layout().tensor("blk.1.ffn_down.weight");  // rows of 172
   const std::string name = "tensor 'blk.1.ffn_down.weight'";
-  EXPECT_TRUE(refused(with<uint32_t>(t.type_at, kTQ4_K), Code::unsupported,
-                      {name + " has type Q4_K (ggml type 12)", "does not read"}));
-  EXPECT_TRUE(refused(with<uint32_t>(t.type_at, 3), Code::unsupported, {name + " has type Q4_1"}));
+  EXPECT_TRUE(refused(with<uint32_t>(t.type_at, 16), Code::unsupported,
+                      {name + " has type IQ2_XXS (ggml type 16)", "does not read", "Q4_K", "IQ4_XS"}));
+  EXPECT_TRUE(refused(with<uint32_t>(t.type_at, 15), Code::unsupported, {name + " has type Q8_K"}));
   EXPECT_TRUE(refused(with<uint32_t>(t.type_at, 1000), Code::unsupported, {name + " has unknown type id 1000"}));
   EXPECT_TRUE(
       refused(with<uint32_t>(t.type_at, kU32Max), Code::unsupported, {name + " has unknown type id 4294967295"}));
-  for (uint32_t type : {kTQ8_0, kTQ4_0})
+  for (uint32_t type : {uint32_t{kTQ8_0}, uint32_t{kTQ4_0}, uint32_t{3}})  // Q8_0, Q4_0, Q4_1
     EXPECT_TRUE(refused(with<uint32_t>(t.type_at, type), Code::bad_format,
                         {name + ": row length 172 is not a multiple of", "block size 32"}));
+  EXPECT_TRUE(refused(with<uint32_t>(t.type_at, kTQ4_K), Code::bad_format,
+                      {name + ": row length 172 is not a multiple of Q4_K's block size 256"}));
 }
 
 TEST_F(GgufDamage, TensorOffsets) {

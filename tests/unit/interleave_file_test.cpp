@@ -17,7 +17,7 @@
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/gguf_writer.h"
 #include "runtime/model/llama_model.h"
-#include "runtime/model/q4_0x16.h"
+#include "formats/q4_0x16.h"
 #include "runtime/model/synthetic_model.h"
 #include "simd/kernels.h"
 #include "test_support.h"

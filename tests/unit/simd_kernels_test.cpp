@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model/q4_0x16.h"
+#include "formats/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/kernels.h"
 
@@ -112,6 +112,9 @@ Matrix random_matrix(TensorType type, size_t rows, size_t n, size_t pad, uint32_
           std::memcpy(row + b * sizeof blk, &blk, sizeof blk);
         }
         break;
+      default:  // the types served by the scalar table's dequantizing fallback: quant_formats_test
+        ADD_FAILURE() << "no random blocks of " << tensor_type_traits(type).name;
+        return m;
     }
   }
   return m;
@@ -128,7 +131,7 @@ struct Activations {
 Activations random_activations(TensorType type, size_t n_tok, size_t n, uint32_t seed) {
   Activations a;
   a.values.resize(n_tok * n);
-  if (!takes_q8_activations(type)) {
+  if (matmul_for(ref(), type).input == ActivationFormat::f32) {
     a.row_bytes = n * sizeof(float) + 16;
     a.bytes.assign(n_tok * a.row_bytes, 0xA5);
     for (size_t t = 0; t < n_tok; ++t) {
@@ -164,10 +167,11 @@ void check_matmul(const Kernels& k, TensorType type, const MatmulShape& s, uint3
   const Activations x = random_activations(type, s.n_tok, s.n, seed * 7 + 1);
   const float sentinel = -12345.0f;
   std::vector<float> y_ref(s.n_tok * ldy, sentinel), y(s.n_tok * ldy, sentinel);
-  matmul_for(ref(), type)(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, s.n, s.n_tok, s.r0, s.r1,
-                          y_ref.data(), ldy);
-  matmul_for(k, type)(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, s.n, s.n_tok, s.r0, s.r1, y.data(),
-                      ldy);
+  ASSERT_EQ(matmul_for(ref(), type).input, matmul_for(k, type).input);
+  matmul_for(ref(), type)
+      .fn(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, s.n, s.n_tok, s.r0, s.r1, y_ref.data(), ldy);
+  matmul_for(k, type).fn(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, s.n, s.n_tok, s.r0, s.r1, y.data(),
+                         ldy);
   for (size_t t = 0; t < s.n_tok; ++t) {
     for (size_t r = 0; r < ldy; ++r) {
       const size_t at = t * ldy + r;
@@ -196,8 +200,8 @@ void check_q4_0x16(const Kernels& k, size_t n, size_t n_tok, size_t r0, size_t r
   const Activations x = random_activations(TensorType::q4_0x16, n_tok, n, seed * 7 + 1);
   const float sentinel = -12345.0f;
   std::vector<float> y_ref(n_tok * ldy, sentinel), y(n_tok * ldy, sentinel);
-  ref().matmul_q4_0(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, n, n_tok, r0, r1, y_ref.data(), ldy);
-  k.matmul_q4_0x16(x16.data(), w.row_bytes, x.bytes.data(), x.row_bytes, n, n_tok, r0, r1, y.data(), ldy);
+  ref().matmul.q4_0.fn(w.bytes.data(), w.row_bytes, x.bytes.data(), x.row_bytes, n, n_tok, r0, r1, y_ref.data(), ldy);
+  k.matmul.q4_0x16.fn(x16.data(), w.row_bytes, x.bytes.data(), x.row_bytes, n, n_tok, r0, r1, y.data(), ldy);
   for (size_t t = 0; t < n_tok; ++t) {
     for (size_t r = 0; r < ldy; ++r) {
       const size_t at = t * ldy + r;
@@ -330,7 +334,7 @@ void check_widening(const Kernels& k, TensorType type) {
   }
   std::vector<float> x(n * n, 0.0f), y(n * rows, 0.0f);
   for (size_t t = 0; t < n; ++t) x[t * n + t] = 1.0f;
-  matmul_for(k, type)(w.data(), n * 2, x.data(), n * sizeof(float), n, n, 0, rows, y.data(), rows);
+  matmul_for(k, type).fn(w.data(), n * 2, x.data(), n * sizeof(float), n, n, 0, rows, y.data(), rows);
   for (size_t r = 0; r < rows; ++r) {
     for (size_t t = 0; t < n; ++t) {
       const size_t i = r * n + t;

@@ -1,4 +1,4 @@
-#include "runtime/model/q4_0x16.h"
+#include "formats/q4_0x16.h"
 
 #include <cstring>
 
