@@ -119,6 +119,46 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
       [&](const std::string& m) { model->set_error(m); });
 }
 
+lmrt_status lmrt_model_tensor_types(const lmrt_model* model, uint32_t index, lmrt_tensor_type_info* info,
+                                    uint32_t* n_types) {
+  if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  model->errors.clear();
+  return guarded(
+      [&]() -> Status {
+        if (info != nullptr && info->struct_size < sizeof(uint32_t))
+          return lmrt::Error(Code::invalid_argument, "info->struct_size is too small");
+        // The types present, walked in the traits table's (ggml id) order.
+        uint32_t n = 0;
+        lmrt_tensor_type_info full{};
+        for (const lmrt::TensorTypeTraits& tr : lmrt::all_tensor_types()) {
+          lmrt_tensor_type_info cur{};
+          for (const lmrt::GgufTensorInfo& t : model->llama->gguf().tensors()) {
+            if (t.type != tr.type) continue;
+            ++cur.n_tensors;
+            cur.n_elements += t.n_elements;
+            cur.n_bytes += t.n_bytes;
+          }
+          if (cur.n_tensors == 0) continue;
+          if (n == index) {
+            full = cur;
+            full.struct_size = sizeof full;
+            copy_cstr(tr.name, full.name, sizeof full.name);
+            full.ggml_type = tr.ggml_id;
+          }
+          ++n;
+        }
+        if (n_types != nullptr) *n_types = n;
+        if (info == nullptr) return Status::Ok();
+        if (index >= n)
+          return lmrt::Error(Code::invalid_argument, "tensor type index " + std::to_string(index) +
+                                                         " is out of range (the model has " + std::to_string(n) +
+                                                         " tensor types)");
+        write_prefix(full, info);
+        return Status::Ok();
+      },
+      [&](const std::string& m) { model->set_error(m); });
+}
+
 lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text_len, uint32_t flags, int32_t* tokens,
                           size_t capacity, size_t* n_tokens) {
   if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;

@@ -1,6 +1,7 @@
 // lmrt info: the model summary (architecture, sizes, tensor type mix).
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "cli_common.h"
 
@@ -21,22 +22,30 @@ int cmd_info(int argc, char** argv) {
     lmrt_model_close(model);
     return 1;
   }
-  struct Mix {
-    const char* name;
-    uint32_t n;
-    uint64_t bytes;
-  } mix[] = {{"F32", info.n_tensors_f32, info.bytes_f32},
-             {"F16", info.n_tensors_f16, info.bytes_f16},
-             {"BF16", info.n_tensors_bf16, info.bytes_bf16},
-             {"Q8_0", info.n_tensors_q8_0, info.bytes_q8_0},
-             {"Q4_0", info.n_tensors_q4_0, info.bytes_q4_0}};
+  // The tensor type mix, every type the file holds (lmrt_model_tensor_types enumerates them).
+  std::vector<lmrt_tensor_type_info> mix;
+  uint32_t n_types = 0;
+  if (lmrt_model_tensor_types(model, 0, nullptr, &n_types) != LMRT_OK) {
+    cli::print_error("info", lmrt_model_last_error(model));
+    lmrt_model_close(model);
+    return 1;
+  }
+  for (uint32_t i = 0; i < n_types; ++i) {
+    lmrt_tensor_type_info t;
+    t.struct_size = sizeof t;
+    if (lmrt_model_tensor_types(model, i, &t, nullptr) != LMRT_OK) {
+      cli::print_error("info", lmrt_model_last_error(model));
+      lmrt_model_close(model);
+      return 1;
+    }
+    mix.push_back(t);
+  }
   if (args.has("json")) {
     std::string types;
-    for (const Mix& m : mix) {
-      if (m.n == 0) continue;
+    for (const lmrt_tensor_type_info& t : mix) {
       if (!types.empty()) types += ",";
-      types += "\"" + std::string(m.name) + "\":{\"tensors\":" + std::to_string(m.n) +
-               ",\"bytes\":" + std::to_string(m.bytes) + "}";
+      types += cli::json_string(t.name) + ":{\"tensors\":" + std::to_string(t.n_tensors) +
+               ",\"elements\":" + std::to_string(t.n_elements) + ",\"bytes\":" + std::to_string(t.n_bytes) + "}";
     }
     std::printf(
         "{\"architecture\":%s,\"name\":%s,\"n_params\":%llu,\"file_bytes\":%llu,\"n_ctx_train\":%u,"
@@ -54,9 +63,9 @@ int cmd_info(int argc, char** argv) {
                 info.bos_token, info.eos_token);
     std::printf("dimensions    embd %u, layers %u, heads %u, kv heads %u, ffn %u\n", info.n_embd, info.n_layer,
                 info.n_head, info.n_head_kv, info.n_ff);
-    for (const Mix& m : mix)
-      if (m.n != 0)
-        std::printf("tensors %-5s %u (%llu bytes)\n", m.name, m.n, static_cast<unsigned long long>(m.bytes));
+    for (const lmrt_tensor_type_info& t : mix)
+      std::printf("tensors %-7s %u (%llu elements, %llu bytes)\n", t.name, t.n_tensors,
+                  static_cast<unsigned long long>(t.n_elements), static_cast<unsigned long long>(t.n_bytes));
   }
   lmrt_model_close(model);
   return 0;

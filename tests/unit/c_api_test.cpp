@@ -117,6 +117,57 @@ TEST(CApi, ModelInfoDescribesTinyStories) {
   EXPECT_EQ(info.eos_token, 2);
 }
 
+// llama.cpp's Q3_K_M file mixes four K-quants (../shared/models/quant/types.tsv: f32 x9, q3_K x17,
+// q4_K x10, q5_K x2, q6_K x1); the enumeration names each with its counts, in ggml id order.
+TEST(CApi, TensorTypesEnumeratesEveryTypeOfAMixedFile) {
+  ModelPtr m = open("quant/base-Q3_K_M.gguf");
+  ASSERT_TRUE(m);
+  uint32_t n = 0;
+  ASSERT_EQ(lmrt_model_tensor_types(m.get(), 0, nullptr, &n), LMRT_OK);
+  ASSERT_EQ(n, 5u);
+  const struct {
+    const char* name;
+    uint32_t id, tensors, block, block_bytes;
+  } want[] = {{"F32", 0, 9, 1, 4},
+              {"Q3_K", 11, 17, 256, 110},
+              {"Q4_K", 12, 10, 256, 144},
+              {"Q5_K", 13, 2, 256, 176},
+              {"Q6_K", 14, 1, 256, 210}};
+  uint32_t total = 0;
+  uint64_t elements = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    lmrt_tensor_type_info t;
+    t.struct_size = sizeof t;
+    uint32_t again = 0;
+    ASSERT_EQ(lmrt_model_tensor_types(m.get(), i, &t, &again), LMRT_OK);
+    EXPECT_EQ(again, n);
+    EXPECT_STREQ(t.name, want[i].name);
+    EXPECT_EQ(t.ggml_type, want[i].id);
+    EXPECT_EQ(t.n_tensors, want[i].tensors);
+    EXPECT_EQ(t.n_bytes, t.n_elements / want[i].block * want[i].block_bytes) << t.name;
+    total += t.n_tensors;
+    elements += t.n_elements;
+  }
+  lmrt_model_info info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(lmrt_model_get_info(m.get(), &info), LMRT_OK);
+  EXPECT_EQ(total, info.n_tensors);
+  EXPECT_EQ(elements, info.n_params);
+  // Past the end: refused with a message; a NULL model likewise.
+  lmrt_tensor_type_info t;
+  t.struct_size = sizeof t;
+  EXPECT_EQ(lmrt_model_tensor_types(m.get(), n, &t, nullptr), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_model_last_error(m.get())).find("out of range"), std::string::npos);
+  EXPECT_EQ(lmrt_model_tensor_types(nullptr, 0, &t, &n), LMRT_ERR_INVALID_ARGUMENT);
+  // An older caller's shorter struct gets a prefix.
+  std::vector<unsigned char> buf(sizeof t + 8, 0xAB);
+  auto* old = reinterpret_cast<lmrt_tensor_type_info*>(buf.data());
+  old->struct_size = offsetof(lmrt_tensor_type_info, n_tensors);
+  ASSERT_EQ(lmrt_model_tensor_types(m.get(), 1, old, nullptr), LMRT_OK);
+  EXPECT_STREQ(old->name, "Q3_K");
+  for (size_t i = offsetof(lmrt_tensor_type_info, n_tensors); i < buf.size(); ++i) ASSERT_EQ(buf[i], 0xAB) << i;
+}
+
 TEST(CApi, OlderCallersGetAPrefixOfGrownStructs) {
   ModelPtr m = open("stories260K.gguf");
   ASSERT_TRUE(m);

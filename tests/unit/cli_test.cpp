@@ -64,6 +64,64 @@ TEST(Cli, InfoAndTokenize) {
   EXPECT_EQ(tok.out.rfind("1 ", 0), 0u) << tok.out;  // BOS first
 }
 
+// Every tensor type of llama.cpp's Q3_K_M file, by name (../shared/models/quant/types.tsv).
+TEST(Cli, InfoNamesEveryTensorType) {
+  const std::string m = model("quant/base-Q3_K_M.gguf");
+  CliRun text = run_cli("info -m " + m);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* line :
+       {"tensors F32     9 ", "tensors Q3_K    17 ", "tensors Q4_K    10 ", "tensors Q5_K    2 ", "tensors Q6_K    1 "})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
+  CliRun json = run_cli("info -m " + m + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  for (const char* type : {"\"F32\":{\"tensors\":9,", "\"Q3_K\":{\"tensors\":17,", "\"Q4_K\":{\"tensors\":10,",
+                           "\"Q5_K\":{\"tensors\":2,", "\"Q6_K\":{\"tensors\":1,"})
+    EXPECT_NE(json.out.find(type), std::string::npos) << type << "\n" << json.out;
+}
+
+// `lmrt logits` on llama.cpp's Q4_K_M file gives llama.cpp's logits for the same ids (the reference file
+// of ../shared/models/quant) within 3 % relative RMS, and `lmrt kld` measures exactly that.
+TEST(Cli, LogitsAndKldAgainstLlamaCpp) {
+  std::string ids = lmrt::test::read_file(lmrt::test::model_path("quant/ids.txt"));
+  while (!ids.empty() && (ids.back() == '\n' || ids.back() == ' ')) ids.pop_back();
+  const std::string out = lmrt::test::write_temp_file("cli-logits.f32", "");
+  CliRun r = run_cli("logits -m " + model("quant/base-Q4_K_M.gguf") + " --ids '" + ids + "' --all -t 2 -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("n_vocab 512 rows 64"), std::string::npos) << r.out;
+  EXPECT_EQ(lmrt::test::read_file(out).size(), 64u * 512 * 4);
+  const std::string ref = model("quant/base-Q4_K_M.logits.f32");
+  CliRun k = run_cli("kld " + ref + " " + out + " --vocab 512 --json");
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  const size_t at = k.out.find("\"rms_rel\":");
+  ASSERT_NE(at, std::string::npos) << k.out;
+  const double rms = std::stod(k.out.substr(at + 10));
+  EXPECT_GT(rms, 0.0);
+  EXPECT_LE(rms, 0.03) << k.out;
+  EXPECT_NE(k.out.find("\"rows\":64,"), std::string::npos) << k.out;
+  // The last position alone is the last row of --all; a file against itself is no distance at all.
+  const std::string last = lmrt::test::write_temp_file("cli-logits-last.f32", "");
+  r = run_cli("logits -m " + model("quant/base-Q4_K_M.gguf") + " --ids '" + ids + "' -o " + last);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lmrt::test::read_file(last), lmrt::test::read_file(out).substr(63 * 512 * 4));
+  k = run_cli("kld " + out + " " + out + " -m " + model("quant/base-Q4_K_M.gguf"));
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_NE(k.out.find("mean KL divergence  0.000000 nats"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("top-1 agreement     64/64"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("relative RMS error  0.000 %"), std::string::npos) << k.out;
+  // Mismatched files and bad ids are refused with a message.
+  k = run_cli("kld " + out + " " + last + " --vocab 512");
+  EXPECT_EQ(k.exit_code, 1);
+  EXPECT_NE(k.err.find("different numbers of rows"), std::string::npos) << k.err;
+  k = run_cli("kld " + out + " " + out + " --vocab 500");
+  EXPECT_EQ(k.exit_code, 1);
+  EXPECT_NE(k.err.find("not a whole number of rows of 500"), std::string::npos) << k.err;
+  r = run_cli("logits -m " + model("quant/base-Q4_K_M.gguf") + " --ids '1 x' -o " + last);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'x' is not a token id"), std::string::npos) << r.err;
+  r = run_cli("logits -m " + model("quant/base-Q4_K_M.gguf") + " --ids '1 512' -o " + last);
+  EXPECT_EQ(r.exit_code, 1);
+}
+
 TEST(Cli, GenerationControlFlags) {
   const std::string m = model("TinyStories-656K-Q8_0.gguf");
   CliRun lp = run_cli("run -m " + m + " -p 'Once upon a time' -n 5 --logprobs 3 --json");

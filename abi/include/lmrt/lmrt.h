@@ -129,8 +129,9 @@ typedef struct lmrt_model_info {
   uint32_t n_ff;
   int32_t bos_token; /* -1 when the vocabulary has none */
   int32_t eos_token;
-  /* Tensor type mix: how many tensors, and how many bytes, of each type. The Q4_0 counts include
-   * tensors in lmrt's interleaved Q4_0x16 layout (`lmrt quantize --interleave`): the same blocks. */
+  /* Tensor type mix of the five types lmrt first read: how many tensors, and how many bytes, of each.
+   * The Q4_0 counts include tensors in lmrt's interleaved Q4_0x16 layout (`lmrt quantize --interleave`):
+   * the same blocks. Every type, these and the others (K-quants, IQ4, ...): lmrt_model_tensor_types. */
   uint32_t n_tensors_f32, n_tensors_f16, n_tensors_bf16, n_tensors_q8_0, n_tensors_q4_0;
   uint64_t bytes_f32, bytes_f16, bytes_bf16, bytes_q8_0, bytes_q4_0;
 } lmrt_model_info;
@@ -138,6 +139,24 @@ typedef struct lmrt_model_info {
 /* Fills *info. The caller sets info->struct_size (sizeof(lmrt_model_info)); only that many bytes
  * are written. Errors: INVALID_ARGUMENT. */
 LMRT_API lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info);
+
+/* One tensor type present in a model. */
+typedef struct lmrt_tensor_type_info {
+  uint32_t struct_size;
+  char name[16];        /* as ggml spells it: "F32", "Q4_K", "IQ4_XS"; lmrt's own "Q4_0x16" */
+  uint32_t ggml_type;   /* the GGUF tensor type id (Q4_0x16: 4098, outside ggml's range) */
+  uint32_t n_tensors;   /* tensors of this type */
+  uint64_t n_elements;  /* their elements (weights) */
+  uint64_t n_bytes;     /* their bytes in the file */
+} lmrt_tensor_type_info;
+
+/* The tensor type mix of a model, one type at a time, without a field per type: the types present, in
+ * ascending ggml_type order, are numbered 0 to n - 1. *n_types (optional, may be NULL) receives n. info
+ * (optional, may be NULL to ask for n alone; the caller sets info->struct_size, only that many bytes are
+ * written) receives type `index`.
+ * Errors: INVALID_ARGUMENT (NULL model, struct_size too small, index >= n when info is given). */
+LMRT_API lmrt_status lmrt_model_tensor_types(const lmrt_model* model, uint32_t index, lmrt_tensor_type_info* info,
+                                             uint32_t* n_types);
 
 /* ---- tokens ------------------------------------------------------------------------------ */
 
