@@ -106,7 +106,7 @@ void matmul_rows(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
 template <TensorType kType>
 void matmul_dequantized(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                         size_t r0, size_t r1, float* y, size_t ldy) {
-  constexpr size_t kChunk = 1024;
+  constexpr size_t kChunk = 512;
   const TensorTypeTraits& tr = tensor_type_traits(kType);
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x);

@@ -160,6 +160,51 @@ TEST(Dequantize, EveryLlamaCppTypeMatchesItsF16Source) {
     std::printf("  %-7s worst relative RMS vs F16 %.4f\n", tensor_type_traits(t).name, e);
 }
 
+// Every ISA's matmul of each type (its own kernel or the scalar table's dequantizing fallback) computes
+// W x for a real llama.cpp tensor: within float rounding of the dot product of the dequantized rows with
+// the activations, in double, for activations the entry takes as floats. Rows of 768 and 960 (w320's
+// Q5_1) span more than one of the fallback's 512-element chunks, the second one partial.
+TEST(KernelTable, EveryIsaMultipliesRealTensorsOfEveryType) {
+  const struct {
+    const char* file;
+    const char* tensor;
+  } cases[] = {
+      {"base-Q2_K.gguf", "blk.0.ffn_gate.weight"},   {"base-Q3_K_M.gguf", "blk.0.ffn_gate.weight"},
+      {"base-Q4_K_M.gguf", "blk.0.ffn_gate.weight"}, {"base-Q5_K_S.gguf", "blk.0.ffn_gate.weight"},
+      {"base-Q6_K.gguf", "blk.0.ffn_down.weight"},   {"base-Q4_1.gguf", "blk.0.ffn_down.weight"},
+      {"base-Q5_0.gguf", "blk.0.ffn_down.weight"},   {"base-IQ4_NL.gguf", "blk.0.ffn_down.weight"},
+      {"base-IQ4_XS.gguf", "blk.0.ffn_down.weight"}, {"w320-Q5_K_M.gguf", "blk.0.ffn_down.weight"},
+      {"base-Q8_0.gguf", "blk.0.attn_q.weight"},
+  };
+  for (const auto& c : cases) {
+    auto g = open_quant(c.file);
+    ASSERT_TRUE(g);
+    const GgufTensorInfo* t = g->find_tensor(c.tensor);
+    ASSERT_NE(t, nullptr) << c.file << " " << c.tensor;
+    SCOPED_TRACE(std::string(c.file) + " " + c.tensor + " " + tensor_type_traits(t->type).name);
+    const size_t n = t->ne[0], rows = t->ne[1], n_tok = 3, row_bytes = tensor_row_bytes(t->type, n);
+    const std::vector<float> w = dequantize_tensor(*t);
+    std::vector<float> x(n_tok * n);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.1f * static_cast<float>(i)) + 0.25f;
+    for (simd::Isa isa : {simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon}) {
+      if (!simd::isa_available(isa)) continue;
+      const simd::Matmul& mm = simd::matmul_for(simd::kernels_for(isa), t->type);
+      if (mm.input != ActivationFormat::f32) continue;  // int8 inputs: simd_kernels_test
+      std::vector<float> y(n_tok * rows, -1.0f);
+      mm.fn(t->data, row_bytes, x.data(), n * sizeof(float), n, n_tok, 0, rows, y.data(), rows);
+      for (size_t tok = 0; tok < n_tok; ++tok)
+        for (size_t r = 0; r < rows; ++r) {
+          double want = 0.0, mag = 0.0;
+          for (size_t i = 0; i < n; ++i) {
+            want += static_cast<double>(w[r * n + i]) * x[tok * n + i];
+            mag += std::fabs(static_cast<double>(w[r * n + i]) * x[tok * n + i]);
+          }
+          ASSERT_NEAR(y[tok * rows + r], want, 1e-5 * mag + 1e-6) << simd::isa_name(isa) << " t=" << tok << " r=" << r;
+        }
+    }
+  }
+}
+
 // ggml's quantize_row_q8_K: the scale comes from the signed value of largest magnitude (that value maps
 // to -127), values round to nearest, bsums are the 16-element sums, and an all-zero block has d = 0.
 TEST(QuantizeQ8K, FollowsGgmlsDefinition) {
