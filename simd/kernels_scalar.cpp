@@ -103,6 +103,15 @@ void matmul_rows(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
 // scalar dequantize_row (formats/) a chunk at a time into a buffer on the stack and dotted with the float
 // activations, so it takes f32 input, allocates nothing and needs no per-type code. A chunk is a whole
 // number of blocks of every type (32 and 256 divide it).
+// A dot product over 8 independent partial sums (len is a multiple of 32): a single running sum would
+// make every add wait for the one before it.
+float dot_chunk(const float* w, const float* x, size_t len) {
+  float acc[8] = {};
+  for (size_t i = 0; i < len; i += 8)
+    for (size_t j = 0; j < 8; ++j) acc[j] += w[i + j] * x[i + j];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 template <TensorType kType>
 void matmul_dequantized(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                         size_t r0, size_t r1, float* y, size_t ldy) {
@@ -117,7 +126,7 @@ void matmul_dequantized(const void* w, size_t w_row_bytes, const void* x, size_t
       const size_t len = n - c0 < kChunk ? n - c0 : kChunk;
       tr.dequantize_row(wb + r * w_row_bytes + c0 / tr.block_size * tr.block_bytes, buf, len);
       for (size_t t = 0; t < n_tok; ++t)
-        y[t * ldy + r] += dot_f32_row(buf, reinterpret_cast<const float*>(xb + t * x_row_bytes) + c0, len);
+        y[t * ldy + r] += dot_chunk(buf, reinterpret_cast<const float*>(xb + t * x_row_bytes) + c0, len);
     }
   }
 }
