@@ -247,6 +247,17 @@ TEST(GgufFile, ReadsEverySupportedTensorTypeAtTheDeclaredAlignment) {
       {"q8_0", {64, 2}, kTQ8_0, TensorType::q8_0, 4 * 34, 2},
       {"q4_0", {32, 3}, kTQ4_0, TensorType::q4_0, 3 * 18, 3},
       {"f32_4d", {2, 3, 4, 5}, kTF32, TensorType::f32, 120 * 4, 60},
+      // The other llama.cpp types, by ggml id, with ggml's block sizes (ggml-common.h).
+      {"q4_1", {64, 2}, 3, TensorType::q4_1, 4 * 20, 2},
+      {"q5_0", {32, 3}, 6, TensorType::q5_0, 3 * 22, 3},
+      {"q5_1", {96, 1}, 7, TensorType::q5_1, 3 * 24, 1},
+      {"q2_k", {256, 2}, 10, TensorType::q2_k, 2 * 84, 2},
+      {"q3_k", {512, 1}, 11, TensorType::q3_k, 2 * 110, 1},
+      {"q4_k", {256, 3}, kTQ4_K, TensorType::q4_k, 3 * 144, 3},
+      {"q5_k", {256, 1}, 13, TensorType::q5_k, 176, 1},
+      {"q6_k", {256, 2}, 14, TensorType::q6_k, 2 * 210, 2},
+      {"iq4_nl", {64, 1}, 20, TensorType::iq4_nl, 2 * 18, 1},
+      {"iq4_xs", {256, 2}, 23, TensorType::iq4_xs, 2 * 136, 2},
   };
   for (uint32_t version : {2u, 3u}) {
     GgufBuilder b;
