@@ -24,9 +24,9 @@ void usage(FILE* out) {
       "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
       "  quantize  --interleave -m MODEL -o FILE                              rewrite Q4_0 matrices as\n"
       "            lmrt's interleaved Q4_0x16 (faster AVX-512/AVX2 decode; llama.cpp cannot read the result)\n"
-      "  logits    -m MODEL --ids \"1 2 3\" -o OUT.f32 [--all] [-t N]            the ids as one batch: float32\n"
+      "  logits    -m MODEL --ids \"1 2 3\" -o OUT.f32 [--all] [-t N]         the ids as one batch: float32\n"
       "            logits, n_vocab per row, of the last position (every position with --all)\n"
-      "  kld       BASE.f32 OTHER.f32 [--vocab N | -m MODEL] [--json]       mean KL divergence, top-1\n"
+      "  kld       BASE.f32 OTHER.f32 [--vocab N | -m MODEL] [--json]        mean KL divergence, top-1\n"
       "            agreement and relative RMS error of OTHER's logits against BASE's\n"
       "  serve     -m MODEL [--port 8080] [--parallel N] ...                 OpenAI-compatible HTTP server\n"
       "MODEL may also come from $LMRT_MODEL. lmrt %s (ABI %u)\n",
