@@ -53,4 +53,4 @@ int cmd_cache(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
-int cmd_serve(int argc, char** argv);  // examples/server (or its stub when httplib is missing)
+int cmd_serve(int argc, char** argv);  // examples/server (or its stub when libmicrohttpd is missing)

@@ -38,6 +38,7 @@ struct ModelFacts {
   uint32_t n_vocab = 0;
   uint32_t n_ctx = 0;
   ChatTemplate chat_template = ChatTemplate::kPlain;
+  uint32_t max_tokens_limit = 0;  // --max-tokens-limit: larger max_tokens are clamped to it; 0: n_ctx
 };
 
 // Parses and validates `body`. Unknown fields are ignored; known fields of the wrong type or out of

@@ -11,7 +11,8 @@ shift || true
 model="${LMRT_SHARED_DIR:-$root/../shared}/models/TinyStories-656K-Q8_0.gguf"
 binary="$build/examples/cli/lmrt"
 if ! "$binary" serve --help >/dev/null 2>&1; then
-  echo "tests/server: $binary has no HTTP server (install libcpp-httplib-dev nlohmann-json3-dev)" >&2
+  echo "tests/server: $binary has no HTTP server (install libmicrohttpd-dev nlohmann-json3-dev)" >&2
   exit 1
 fi
-exec timeout 600 python3 "$here/server_test.py" "$binary" "$model" "$@"
+timeout 600 python3 "$here/server_test.py" "$binary" "$model" "$@"
+exec timeout 300 python3 "$here/hostile_test.py" "$binary" "$model"
