@@ -86,8 +86,11 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
     for (int32_t t : prompt) LMRT_RETURN_IF_ERROR(req.sampler->accept(t));
   }
 
-  // Everything the loop needs is reserved here, so decoding a token allocates nothing.
-  const size_t cap = static_cast<size_t>(req.max_tokens);
+  // Everything the loop needs is reserved here, so decoding a token allocates nothing (up to n_ctx
+  // tokens: more only with context shift, which then grows the buffers; max_tokens alone may be
+  // 2^31 - 1, far beyond what should be reserved).
+  const size_t max_tokens = static_cast<size_t>(req.max_tokens);
+  const size_t cap = std::min(max_tokens, static_cast<size_t>(ctx.n_ctx()));
   r.tokens.reserve(cap);
   r.piece_lengths.reserve(cap + 1);
   r.piece_tokens.reserve(cap + 1);
@@ -195,7 +198,7 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
       r.finish_reason = FinishReason::stop;
       break;
     }
-    if (r.tokens.size() >= cap) {
+    if (r.tokens.size() >= max_tokens) {
       r.finish_reason = FinishReason::length;
       break;
     }

@@ -367,4 +367,22 @@ TEST(GenerationControls, BeamSearchRefusesWhatItCannotHonour) {
   EXPECT_EQ(lmrt_generate(h.ctx, &req, nullptr, nullptr, &res), LMRT_OK);
 }
 
+// max_tokens may be 2^31 - 1 (a server passes what a client asked for): what a request reserves up
+// front must be bounded by the context, not by max_tokens (this asked for hundreds of GB before).
+TEST(GenerationControls, HugeMaxTokensReservesOnlyTheContext) {
+  Handles h;
+  open(&h, "stories260K.gguf", 64);
+  lmrt_generate_request req = request("Once upon a time", INT32_MAX);
+  req.logprobs = 5;
+  const lmrt_logit_bias no_eos{2, -INFINITY};
+  req.logit_bias = &no_eos;
+  req.n_logit_bias = 1;
+  lmrt_generate_result res;
+  Stream s;
+  run(h, req, &res, &s);
+  EXPECT_EQ(res.finish_reason, LMRT_FINISH_CONTEXT_FULL);
+  EXPECT_EQ(res.prompt_tokens + res.completion_tokens, 64u + 1u);  // the last sampled token is not fed back
+  EXPECT_EQ(s.logprobs.size(), res.completion_tokens);
+}
+
 }  // namespace
