@@ -160,8 +160,9 @@ std::optional<ApiError> parse_messages(const Fields& f, ChatTemplate t, ApiReque
     if (content != m.end()) RETURN_IF_ERROR(parse_message_content(*content, i, &msg.content));
     messages.push_back(std::move(msg));
   }
+  out->chat_parts = render_chat_parts(t, messages);
+  out->markers = chat_template_markers(t);
   out->prompts.push_back(render_chat(t, messages));
-  out->parse_special = chat_template_uses_special_tokens(t);
   for (auto& s : chat_template_stops(t)) out->sampling.stop.push_back(s);
   return std::nullopt;
 }

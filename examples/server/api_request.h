@@ -24,7 +24,10 @@ struct ApiError {
 struct ApiRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::vector<std::string> prompts;  // completions: one per prompt; chat: the rendered conversation
-  bool parse_special = false;
+  // Chat: the conversation as template and message parts, and the template's control-token texts
+  // (see prompt_tokens.h); a completion prompt is all message text.
+  std::vector<PromptPart> chat_parts;
+  std::vector<std::string> markers;
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "openai_format.h"
+#include "prompt_tokens.h"
 
 namespace server {
 namespace {
@@ -50,7 +51,8 @@ struct RunTotals {
   ChoiceResult failure;  // status != OK when a choice failed
 };
 
-bool run_all(lmrt_context* ctx, const ApiRequest& r, const ChoiceSink& sink, RunTotals* totals) {
+bool run_all(lmrt_context* ctx, const ApiRequest& r, const std::vector<std::vector<int32_t>>& prompt_ids,
+             const ChoiceSink& sink, RunTotals* totals) {
   for (size_t p = 0; p < r.prompts.size(); ++p) {
     for (int j = 0; j < r.n; ++j) {
       const int index = static_cast<int>(p) * r.n + j;
@@ -64,7 +66,7 @@ bool run_all(lmrt_context* ctx, const ApiRequest& r, const ChoiceSink& sink, Run
         return alive;
       };
       if (sink.should_stop()) return false;
-      ChoiceResult result = run_choice(ctx, r.prompts[p], r.parse_special, r.sampling, static_cast<uint64_t>(j),
+      ChoiceResult result = run_choice(ctx, prompt_ids[p], r.sampling, static_cast<uint64_t>(j),
                                        std::function<bool(const Piece&)>(on_piece));
       if (!alive || result.finish == LMRT_FINISH_CANCELLED) return false;
       if (result.status != LMRT_OK) {
@@ -217,16 +219,20 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
 
   // Refuse prompts that cannot fit before queueing, so the client gets a 400 and not a stream
   // that ends at once.
+  auto prompt_ids = std::make_shared<std::vector<std::vector<int32_t>>>();
   for (const std::string& prompt : request->prompts) {
     std::string why;
-    const auto n = count_prompt_tokens(model_, prompt, request->parse_special, &why);
-    if (!n) {
+    auto ids = ep == Endpoint::kChat ? tokenize_prompt_parts(model_, request->chat_parts, request->markers, &why)
+                                     : tokenize_prompt_parts(model_, {PromptPart{prompt, false}}, {}, &why);
+    if (!ids) {
       out.response = error_response(make_error(400, "the prompt cannot be tokenized: " + why, "invalid_request_error"));
       return out;
     }
-    if (*n >= facts_.n_ctx) {
+    const size_t n = ids->size();
+    prompt_ids->push_back(std::move(*ids));
+    if (n >= facts_.n_ctx) {
       ApiError e = make_error(400,
-                              "the prompt has " + std::to_string(*n) + " tokens but the context holds " +
+                              "the prompt has " + std::to_string(n) + " tokens but the context holds " +
                                   std::to_string(facts_.n_ctx) + " (and at least one must be generated)",
                               "invalid_request_error", "context_length_exceeded");
       e.param = ep == Endpoint::kChat ? "messages" : "prompt";
@@ -257,7 +263,8 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
 
   ContextPool::Job job;
   if (!request->stream) {
-    job = [request, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx, bool abandon) {
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx,
+                                                                                          bool abandon) {
       if (abandon) return exchange->answer(error_response(stop_error(StopCause::kShutdown, timeout_s)));
       json choices = json::array();
       StopCause cause = StopCause::kNone;
@@ -272,14 +279,16 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
         return true;
       };
       RunTotals totals;
-      if (!run_all(ctx, *request, sink, &totals)) return exchange->answer(error_response(stop_error(cause, timeout_s)));
+      if (!run_all(ctx, *request, *prompt_ids, sink, &totals))
+        return exchange->answer(error_response(stop_error(cause, timeout_s)));
       if (totals.failure.status != LMRT_OK) return exchange->answer(error_response(generation_error(totals.failure)));
       exchange->answer(json_response(
           full_response(ep, meta, choices, usage_object(totals.prompt_tokens, totals.completion_tokens))));
     };
     out.kind = HttpOutcome::kLater;
   } else {
-    job = [request, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx, bool abandon) {
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx,
+                                                                                          bool abandon) {
       auto send = [&](const std::string& payload) { return exchange->write("data: " + payload + "\n\n"); };
       auto finish_with = [&](const ApiError& e) {
         send(dump_json(error_object(e)));
@@ -312,7 +321,7 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
                send(dump_json(chunk(ep, meta, index, nullptr, false, openai_finish_reason(r.finish), nullptr)));
       };
       RunTotals totals;
-      if (!run_all(ctx, *request, sink, &totals)) {
+      if (!run_all(ctx, *request, *prompt_ids, sink, &totals)) {
         if (cause == StopCause::kTimeout || cause == StopCause::kShutdown)
           return finish_with(stop_error(cause, timeout_s));
         return exchange->end();  // the client is gone

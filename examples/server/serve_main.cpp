@@ -52,7 +52,7 @@ int serve(const ServeOptions& opt) {
   } else if (auto named = chat_template_from_name(opt.chat_template)) {
     tmpl = *named;
   } else {
-    fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama2, zephyr, plain)");
+    fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama3, llama2, zephyr, plain)");
     return 2;
   }
 

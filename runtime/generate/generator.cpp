@@ -53,6 +53,15 @@ std::string_view visible_piece(const SpmTokenizer& tok, int32_t prev, std::strin
 }
 
 Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out) {
+  if (!req.prompt_tokens.empty()) {
+    for (size_t i = 0; i < req.prompt_tokens.size(); ++i)
+      if (req.prompt_tokens[i] < 0 || req.prompt_tokens[i] >= tok.n_vocab())
+        return Error(Code::invalid_argument, "prompt_tokens[" + std::to_string(i) +
+                                                 "] = " + std::to_string(req.prompt_tokens[i]) +
+                                                 " is not a token id (0.." + std::to_string(tok.n_vocab() - 1) + ")");
+    *out = req.prompt_tokens;
+    return Status::Ok();
+  }
   LMRT_RETURN_IF_ERROR(tok.tokenize(req.prompt, req.add_bos, req.parse_special, out));
   if (out->empty()) {
     // An empty prompt without BOS still needs one token to start from.

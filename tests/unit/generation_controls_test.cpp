@@ -385,4 +385,29 @@ TEST(GenerationControls, HugeMaxTokensReservesOnlyTheContext) {
   EXPECT_EQ(s.logprobs.size(), res.completion_tokens);
 }
 
+// A prompt given as token ids generates what the same prompt as text does; bad ids are refused.
+TEST(GenerationControls, PromptTokensStandInForThePromptText) {
+  Handles h;
+  open(&h, "stories260K.gguf", 128);
+  lmrt_generate_request req = request("Once upon a time", 12);
+  lmrt_generate_result res;
+  const std::vector<int32_t> from_text = run(h, req, &res);
+  const uint32_t prompt_tokens = res.prompt_tokens;
+  std::vector<int32_t> ids(64);
+  size_t n = 0;
+  ASSERT_EQ(lmrt_tokenize(h.model, "Once upon a time", 16, LMRT_TOKENIZE_ADD_BOS, ids.data(), ids.size(), &n), LMRT_OK);
+  ids.resize(n);
+  lmrt_generate_request by_ids = request("ignored when prompt_tokens is set", 12);
+  by_ids.prompt_tokens = ids.data();
+  by_ids.n_prompt_tokens = ids.size();
+  EXPECT_EQ(run(h, by_ids, &res), from_text);
+  EXPECT_EQ(res.prompt_tokens, prompt_tokens);
+  const int32_t bad = 1 << 20;
+  by_ids.prompt_tokens = &bad;
+  by_ids.n_prompt_tokens = 1;
+  EXPECT_EQ(lmrt_generate(h.ctx, &by_ids, nullptr, nullptr, &res), LMRT_ERR_INVALID_ARGUMENT);
+  by_ids.prompt_tokens = nullptr;
+  EXPECT_EQ(lmrt_generate(h.ctx, &by_ids, nullptr, nullptr, &res), LMRT_ERR_INVALID_ARGUMENT);
+}
+
 }  // namespace
