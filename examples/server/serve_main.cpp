@@ -58,7 +58,10 @@ int serve(const ServeOptions& opt) {
 
   Handles h;
   char err[1024] = "";
-  if (lmrt_status st = lmrt_model_open(opt.model_path.c_str(), nullptr, &h.model, err, sizeof err); st != LMRT_OK) {
+  lmrt_model_params mp;
+  lmrt_model_params_init(&mp);
+  mp.use_mmap = opt.use_mmap ? 1 : 0;
+  if (lmrt_status st = lmrt_model_open(opt.model_path.c_str(), &mp, &h.model, err, sizeof err); st != LMRT_OK) {
     fail("cannot open model " + opt.model_path + ": " + lmrt_status_str(st) + ": " + err);
     return 1;
   }

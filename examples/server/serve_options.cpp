@@ -27,14 +27,15 @@ const char* serve_usage() {
          "                  [--max-tokens-limit N] [--timeout S] [--grace S]\n"
          "                  [--max-connections N] [--max-connections-per-client N] [--max-header-bytes N]\n"
          "                  [--max-body-bytes N] [--header-timeout S] [--body-timeout S] [--idle-timeout S]\n"
-         "                  [--chat-template auto|chatml|llama3|llama2|zephyr|plain] [--alias NAME]\n"
+         "                  [--no-mmap] [--chat-template auto|chatml|llama3|llama2|zephyr|plain] [--alias NAME]\n"
          "  OpenAI-compatible HTTP API: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,\n"
          "  GET /health. --parallel contexts share the model; --queue requests wait for one (default\n"
          "  4 x parallel), more get 429. MODEL may come from $LMRT_MODEL; the API key from\n"
          "  --api-key-file or $LMRT_API_KEY (--api-key KEY works but shows the key to `ps`).\n"
          "  max_tokens is clamped to --max-tokens-limit (default: the context size); a request runs\n"
          "  at most --timeout seconds (default 600, 0 = none); SIGINT/SIGTERM stop accepting, give\n"
-         "  in-flight requests --grace seconds (default 10), cancel the rest and exit 0.\n";
+         "  in-flight requests --grace seconds (default 10), cancel the rest and exit 0. --no-mmap reads\n"
+         "  the model into memory: the file may then be truncated or rewritten while serving.\n";
 }
 
 bool parse_serve_options(int argc, char** argv, int first, ServeOptions* out, std::string* error) {
@@ -44,6 +45,10 @@ bool parse_serve_options(int argc, char** argv, int first, ServeOptions* out, st
     const std::string opt = argv[i];
     if (opt == "-h" || opt == "--help") {
       out->help = true;
+      continue;
+    }
+    if (opt == "--no-mmap") {
+      out->use_mmap = false;
       continue;
     }
     if (i + 1 >= argc) {

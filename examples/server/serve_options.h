@@ -28,7 +28,8 @@ struct ServeOptions {
   uint32_t grace_s = 10;                   // SIGTERM/SIGINT: time in-flight requests get to finish
   HttpLimits http;
   std::string chat_template = "auto";
-  std::string alias;  // model id in responses; default the file name without .gguf
+  std::string alias;     // model id in responses; default the file name without .gguf
+  bool use_mmap = true;  // --no-mmap: read the model into memory (safe if the file is truncated)
   bool help = false;
 };
 

@@ -11,6 +11,7 @@ or the environment). Other client addresses are 127.0.0.2.. (all of 127/8 is loo
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -444,6 +445,41 @@ def test_chat_injection(binary, model):
         check(srv.stop() == 0, "server exits 0 on SIGTERM")
 
 
+# ---- the model file replaced while serving -----------------------------------------------------
+
+def test_model_file_replaced(binary, model):
+    print("the model file replaced while serving")
+    body = {"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.gguf")
+        shutil.copyfile(model, path)
+        srv = Server(binary, path)
+        try:
+            status, first, _ = request(srv.port, "POST", "/v1/completions", body)
+            # A new file renamed over the mapped one: the mapping keeps the old inode alive.
+            with open(os.path.join(tmp, "new.gguf"), "wb") as f:
+                f.write(b"GGUF" + os.urandom(4096))
+            os.rename(os.path.join(tmp, "new.gguf"), path)
+            status2, second, _ = request(srv.port, "POST", "/v1/completions", body)
+            check(status == status2 == 200 and first["choices"][0]["text"] == second["choices"][0]["text"]
+                  and srv.proc.poll() is None, "renamed over (mmap): same greedy answer, server alive")
+        finally:
+            check(srv.stop() == 0, "server exits 0 on SIGTERM")
+
+        shutil.copyfile(model, path)
+        srv = Server(binary, path, "--no-mmap")
+        try:
+            status, first, _ = request(srv.port, "POST", "/v1/completions", body)
+            with open(path, "r+b") as f:  # truncated and rewritten in place
+                f.truncate(0)
+                f.write(b"not a model any more")
+            status2, second, _ = request(srv.port, "POST", "/v1/completions", body)
+            check(status == status2 == 200 and first["choices"][0]["text"] == second["choices"][0]["text"]
+                  and srv.proc.poll() is None, "truncated in place (--no-mmap): same greedy answer, server alive")
+        finally:
+            check(srv.stop() == 0, "server exits 0 on SIGTERM")
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
@@ -452,7 +488,7 @@ def main():
     t0 = time.time()
     only = sys.argv[3:]
     for test in (test_http_limits, test_connection_limits, test_crowds, test_bounded_work, test_browser_rules,
-                 test_chat_injection):
+                 test_chat_injection, test_model_file_replaced):
         if not only or test.__name__ in only:
             test(binary, model)
     print(f"{'FAILED' if FAILURES else 'PASSED'} in {time.time() - t0:.1f} s"
