@@ -338,6 +338,10 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
   }
   if (!pool_->submit(std::move(job))) {
     out = HttpOutcome{};
+    if (pool_->stopping()) {
+      out.response = error_response(stop_error(StopCause::kShutdown, timeout_s_));
+      return out;
+    }
     out.response =
         error_response(make_error(429, "the server is busy: every context is in use and the wait queue is full",
                                   "server_busy", "rate_limit_exceeded"));

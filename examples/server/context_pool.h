@@ -42,6 +42,11 @@ class ContextPool {
   // Refuses new jobs, lets queued and running ones finish for up to `grace_ms`, then abandons the
   // queued ones and raises stopping() so running ones cancel; returns when every worker is done.
   void stop(int64_t grace_ms);
+  // True once stop() began: no new job is taken.
+  bool stopping() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !accepting_;
+  }
   // True once a stop's grace period is over: running jobs must cancel.
   bool cancelling() const { return cancel_all_.load(); }
 

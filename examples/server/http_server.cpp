@@ -309,7 +309,8 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
   socklen_t addr_len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  // No MHD_USE_ERROR_LOG: every client that hangs up would write a line, a log flood on demand.
   if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
     v4->sin_port = htons(static_cast<uint16_t>(port));

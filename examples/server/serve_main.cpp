@@ -45,7 +45,8 @@ struct Handles {
   }
 };
 
-int serve(const ServeOptions& opt) {
+int serve(ServeOptions opt) {
+  if (opt.host == "localhost") opt.host = "127.0.0.1";  // libmicrohttpd binds numeric addresses
   ChatTemplate tmpl = ChatTemplate::kPlain;
   if (opt.chat_template == "auto") {
     if (auto jinja = read_gguf_string(opt.model_path, "tokenizer.chat_template")) tmpl = detect_chat_template(*jinja);
