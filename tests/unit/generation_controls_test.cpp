@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -369,7 +370,17 @@ TEST(GenerationControls, BeamSearchRefusesWhatItCannotHonour) {
 
 // max_tokens may be 2^31 - 1 (a server passes what a client asked for): what a request reserves up
 // front must be bounded by the context, not by max_tokens (this asked for hundreds of GB before).
+// The process's peak virtual size in kB (VmPeak), 0 where /proc is missing.
+size_t vm_peak_kb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmPeak:", 0) == 0) return std::stoul(line.substr(7));
+  return 0;
+}
+
 TEST(GenerationControls, HugeMaxTokensReservesOnlyTheContext) {
+  const size_t peak_before = vm_peak_kb();
   Handles h;
   open(&h, "stories260K.gguf", 64);
   lmrt_generate_request req = request("Once upon a time", INT32_MAX);
@@ -383,6 +394,8 @@ TEST(GenerationControls, HugeMaxTokensReservesOnlyTheContext) {
   EXPECT_EQ(res.finish_reason, LMRT_FINISH_CONTEXT_FULL);
   EXPECT_EQ(res.prompt_tokens + res.completion_tokens, 64u + 1u);  // the last sampled token is not fed back
   EXPECT_EQ(s.logprobs.size(), res.completion_tokens);
+  // Reserving for max_tokens asked for hundreds of GB (an allocator that overcommits hides it).
+  EXPECT_LT(vm_peak_kb(), peak_before + (size_t{1} << 20)) << "kB of peak virtual memory";
 }
 
 // A prompt given as token ids generates what the same prompt as text does; bad ids are refused.
