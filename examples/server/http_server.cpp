@@ -97,6 +97,12 @@ void Exchange::answer(HttpResponse response) {
 bool Exchange::write(const std::string& bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (gone_ || done_) return false;
+  // A client that stops reading a stream would otherwise make the server buffer its answer.
+  constexpr size_t kMaxUnsent = 4u << 20;
+  if (pending_.size() + bytes.size() > kMaxUnsent) {
+    gone_ = true;
+    return false;
+  }
   pending_ += bytes;
   resume_locked();
   return true;
