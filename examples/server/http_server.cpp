@@ -312,7 +312,6 @@ HttpServer::~HttpServer() { stop(); }
 
 bool HttpServer::start(const std::string& host, int port, std::string* error) {
   sockaddr_storage addr{};
-  socklen_t addr_len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
@@ -320,17 +319,14 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
   if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
     v4->sin_port = htons(static_cast<uint16_t>(port));
-    addr_len = sizeof *v4;
   } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
     v6->sin6_family = AF_INET6;
     v6->sin6_port = htons(static_cast<uint16_t>(port));
-    addr_len = sizeof *v6;
     flags |= MHD_USE_IPv6;
   } else {
     *error = "--host must be a numeric IPv4 or IPv6 address, got '" + host + "'";
     return false;
   }
-  (void)addr_len;
   // The per-connection memory pool holds the request line and headers and the read and write
   // buffers: it bounds the header bytes read; the exact limit is checked on the parsed headers.
   const size_t pool = std::max<size_t>(2 * limits_.max_header_bytes, 32 * 1024);
