@@ -157,6 +157,11 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         if (req.prompt != nullptr)
           r.prompt = req.prompt_len == static_cast<size_t>(-1) ? std::string_view(req.prompt)
                                                                : std::string_view(req.prompt, req.prompt_len);
+        if (req.n_prompt_tokens > 0) {
+          if (req.prompt_tokens == nullptr)
+            return lmrt::Error(Code::invalid_argument, "n_prompt_tokens is set but prompt_tokens is NULL");
+          r.prompt_tokens.assign(req.prompt_tokens, req.prompt_tokens + req.n_prompt_tokens);
+        }
         r.max_tokens = req.max_tokens;
         r.add_bos = req.add_bos != 0;
         r.parse_special = req.parse_special != 0;

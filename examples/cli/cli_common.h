@@ -55,4 +55,4 @@ int cmd_bench(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_kld(int argc, char** argv);
-int cmd_serve(int argc, char** argv);  // examples/server (or its stub when httplib is missing)
+int cmd_serve(int argc, char** argv);  // examples/server (or its stub when libmicrohttpd is missing)

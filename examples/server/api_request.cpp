@@ -1,5 +1,6 @@
 #include "api_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -159,8 +160,9 @@ std::optional<ApiError> parse_messages(const Fields& f, ChatTemplate t, ApiReque
     if (content != m.end()) RETURN_IF_ERROR(parse_message_content(*content, i, &msg.content));
     messages.push_back(std::move(msg));
   }
+  out->chat_parts = render_chat_parts(t, messages);
+  out->markers = chat_template_markers(t);
   out->prompts.push_back(render_chat(t, messages));
-  out->parse_special = chat_template_uses_special_tokens(t);
   for (auto& s : chat_template_stops(t)) out->sampling.stop.push_back(s);
   return std::nullopt;
 }
@@ -211,6 +213,9 @@ std::optional<ApiError> parse_fields(const json& body, Endpoint endpoint, const 
     if (!mt->is_number_integer()) return bad("max_tokens", "'max_tokens' must be an integer");
     RETURN_IF_ERROR(f.integer("max_tokens", 1, max_allowed, &max_tokens));
   }
+  // The server's cap bounds the work one request can ask for (context_shift could go on forever).
+  const long long cap = model.max_tokens_limit != 0 ? model.max_tokens_limit : model.n_ctx;
+  if (cap > 0) max_tokens = std::min(max_tokens, cap);
   s.max_tokens = static_cast<int32_t>(max_tokens);
 
   RETURN_IF_ERROR(f.number("temperature", 0.0, 100.0, &s.temperature));

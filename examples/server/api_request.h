@@ -24,7 +24,10 @@ struct ApiError {
 struct ApiRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::vector<std::string> prompts;  // completions: one per prompt; chat: the rendered conversation
-  bool parse_special = false;
+  // Chat: the conversation as template and message parts, and the template's control-token texts
+  // (see prompt_tokens.h); a completion prompt is all message text.
+  std::vector<PromptPart> chat_parts;
+  std::vector<std::string> markers;
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -38,6 +41,7 @@ struct ModelFacts {
   uint32_t n_vocab = 0;
   uint32_t n_ctx = 0;
   ChatTemplate chat_template = ChatTemplate::kPlain;
+  uint32_t max_tokens_limit = 0;  // --max-tokens-limit: larger max_tokens are clamped to it; 0: n_ctx
 };
 
 // Parses and validates `body`. Unknown fields are ignored; known fields of the wrong type or out of

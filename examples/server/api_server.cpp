@@ -2,16 +2,26 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "openai_format.h"
+#include "prompt_tokens.h"
 
 namespace server {
 namespace {
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(dump_json(error_object(e)), "application/json");
+HttpResponse error_response(const ApiError& e) {
+  HttpResponse r;
+  r.status = e.status;
+  r.body = dump_json(error_object(e));
+  return r;
+}
+
+HttpResponse json_response(const json& body) {
+  HttpResponse r;
+  r.body = dump_json(body);
+  return r;
 }
 
 ApiError make_error(int status, const std::string& message, const std::string& type, const std::string& code = "") {
@@ -30,6 +40,7 @@ int64_t now_seconds() {
 // Runs every choice of a request (prompts x n, sequentially on one context), reporting each piece
 // and each finished choice. Returns false when the consumer cancelled.
 struct ChoiceSink {
+  std::function<bool()> should_stop;  // polled after every token
   std::function<bool(int index, const Piece& piece, size_t offset)> on_piece;
   std::function<bool(int index, const ChoiceResult& result)> on_done;
 };
@@ -40,20 +51,23 @@ struct RunTotals {
   ChoiceResult failure;  // status != OK when a choice failed
 };
 
-bool run_all(lmrt_context* ctx, const ApiRequest& r, const ChoiceSink& sink, RunTotals* totals) {
+bool run_all(lmrt_context* ctx, const ApiRequest& r, const std::vector<std::vector<int32_t>>& prompt_ids,
+             const ChoiceSink& sink, RunTotals* totals) {
   for (size_t p = 0; p < r.prompts.size(); ++p) {
     for (int j = 0; j < r.n; ++j) {
       const int index = static_cast<int>(p) * r.n + j;
       size_t offset = r.echo ? r.prompts[p].size() : 0;
       bool alive = true;
       auto on_piece = [&](const Piece& piece) {
-        if (piece.text.empty() && piece.logprobs.empty()) return true;
+        if (sink.should_stop()) return alive = false;
+        if (!sink.on_piece || (piece.text.empty() && piece.logprobs.empty())) return true;
         alive = sink.on_piece(index, piece, offset);
         offset += piece.text.size();
         return alive;
       };
-      ChoiceResult result = run_choice(ctx, r.prompts[p], r.parse_special, r.sampling, static_cast<uint64_t>(j),
-                                       sink.on_piece ? std::function<bool(const Piece&)>(on_piece) : nullptr);
+      if (sink.should_stop()) return false;
+      ChoiceResult result = run_choice(ctx, prompt_ids[p], r.sampling, static_cast<uint64_t>(j),
+                                       std::function<bool(const Piece&)>(on_piece));
       if (!alive || result.finish == LMRT_FINISH_CANCELLED) return false;
       if (result.status != LMRT_OK) {
         totals->failure = std::move(result);
@@ -76,15 +90,26 @@ ApiError generation_error(const ChoiceResult& r) {
   return e;
 }
 
+// Why a generation was stopped before its end, for the answer.
+enum class StopCause { kNone, kClientGone, kTimeout, kShutdown };
+
+ApiError stop_error(StopCause cause, unsigned timeout_s) {
+  if (cause == StopCause::kTimeout)
+    return make_error(503, "the generation took longer than the server's limit of " + std::to_string(timeout_s) + " s",
+                      "server_error", "timeout");
+  return make_error(503, "the server is shutting down", "server_error", "shutting_down");
+}
+
 }  // namespace
 
 ApiServer::ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts facts, std::string model_id,
-                     std::string api_key)
+                     AccessPolicy policy, unsigned timeout_s)
     : model_(model),
       pool_(pool),
       facts_(facts),
       model_id_(std::move(model_id)),
-      api_key_(std::move(api_key)),
+      policy_(std::move(policy)),
+      timeout_s_(timeout_s),
       started_(now_seconds()) {}
 
 std::string ApiServer::next_id(Endpoint ep) {
@@ -95,51 +120,128 @@ std::string ApiServer::next_id(Endpoint ep) {
   return buf;
 }
 
-void ApiServer::handle_models(httplib::Response& res) const {
-  const json body{{"object", "list"},
-                  {"data", json::array({json{{"id", model_id_},
-                                             {"object", "model"},
-                                             {"created", started_},
-                                             {"owned_by", "lmrt"},
-                                             {"context_length", facts_.n_ctx}}})}};
-  res.set_content(dump_json(body), "application/json");
+HttpResponse ApiServer::models() const {
+  return json_response(json{{"object", "list"},
+                            {"data", json::array({json{{"id", model_id_},
+                                                       {"object", "model"},
+                                                       {"created", started_},
+                                                       {"owned_by", "lmrt"},
+                                                       {"context_length", facts_.n_ctx}}})}});
 }
 
-void ApiServer::handle_health(httplib::Response& res) const {
+HttpResponse ApiServer::health() const {
   const ContextPool::Stats s = pool_->stats();
-  const json body{{"status", "ok"},
-                  {"slots_idle", s.idle},
-                  {"slots_busy", s.busy},
-                  {"queued", s.queued},
-                  {"queue_limit", s.max_queue}};
-  res.set_content(dump_json(body), "application/json");
+  return json_response(json{{"status", "ok"},
+                            {"slots_idle", s.idle},
+                            {"slots_busy", s.busy},
+                            {"queued", s.queued},
+                            {"queue_limit", s.max_queue}});
 }
 
-void ApiServer::handle_generate(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
-  auto request = std::make_shared<ApiRequest>();
-  if (auto err = parse_api_request(req.body, ep, facts_, request.get())) return send_error(res, *err);
+HttpOutcome ApiServer::handle(const HttpRequest& req) {
+  HttpOutcome out;
+  try {
+    out = route(req);
+  } catch (const std::exception& e) {
+    out = HttpOutcome{};
+    out.response = error_response(make_error(500, std::string("internal error: ") + e.what(), "server_error"));
+  } catch (...) {
+    out = HttpOutcome{};
+    out.response = error_response(make_error(500, "internal error", "server_error"));
+  }
+  if (auto allow = cors_allow_origin(policy_, req.header("origin"))) {
+    out.response.headers.emplace_back("Access-Control-Allow-Origin", *allow);
+    out.response.headers.emplace_back("Vary", "Origin");
+  }
+  return out;
+}
 
-  // Refuse prompts that cannot fit before taking a context, so the client gets a 400 and not a
-  // stream that ends at once.
+HttpOutcome ApiServer::route(const HttpRequest& req) {
+  HttpOutcome out;
+  // Before anything else, so that a rebound DNS name reads nothing, not even /health.
+  if (!host_allowed(policy_, req.header("host"))) {
+    out.response = error_response(
+        make_error(421, "the Host header '" + req.header("host") + "' does not name this server (see --allowed-host)",
+                   "invalid_request_error", "host_not_allowed"));
+    return out;
+  }
+  const bool generate_path = req.path == "/v1/completions" || req.path == "/v1/chat/completions";
+  const bool get_path = req.path == "/v1/models" || req.path == "/health";
+  if (req.method == "OPTIONS" && (generate_path || get_path) && cors_allow_origin(policy_, req.header("origin"))) {
+    out.response.status = 204;
+    out.response.content_type.clear();
+    out.response.headers = {{"Access-Control-Allow-Methods", generate_path ? "POST, OPTIONS" : "GET, OPTIONS"},
+                            {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
+                            {"Access-Control-Max-Age", "600"}};
+    return out;
+  }
+  if (!policy_.api_key.empty() && req.path != "/health" &&
+      !api_key_matches(policy_.api_key, req.header("authorization"))) {
+    out.response = error_response(make_error(401,
+                                             req.header("authorization").empty()
+                                                 ? "missing API key (send 'Authorization: Bearer KEY')"
+                                                 : "incorrect API key",
+                                             "invalid_request_error", "invalid_api_key"));
+    return out;
+  }
+  if (generate_path && req.method == "POST")
+    return generate(req, req.path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
+  if (get_path && (req.method == "GET" || req.method == "HEAD")) {
+    out.response = req.path == "/health" ? health() : models();
+    return out;
+  }
+  if (generate_path || get_path) {
+    const char* allow = generate_path ? "POST" : "GET";
+    out.response = error_response(
+        make_error(405, "method " + req.method + " is not allowed on " + req.path + " (use " + allow + ")",
+                   "invalid_request_error", "method_not_allowed"));
+    out.response.headers.emplace_back("Allow", allow);
+    return out;
+  }
+  out.response = error_response(
+      make_error(404, "no route for " + req.method + " " + req.path, "invalid_request_error", "not_found"));
+  return out;
+}
+
+HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
+  HttpOutcome out;
+  // A form or text/plain body is what a cross-site page can send without asking: refuse it.
+  if (!is_json_content_type(http.header("content-type"))) {
+    out.response = error_response(make_error(415, "the request body must be sent as 'Content-Type: application/json'",
+                                             "invalid_request_error", "unsupported_media_type"));
+    return out;
+  }
+  auto request = std::make_shared<ApiRequest>();
+  if (auto err = parse_api_request(http.body, ep, facts_, request.get())) {
+    out.response = error_response(*err);
+    return out;
+  }
+
+  // Refuse prompts that cannot fit before queueing, so the client gets a 400 and not a stream
+  // that ends at once.
+  auto prompt_ids = std::make_shared<std::vector<std::vector<int32_t>>>();
   for (const std::string& prompt : request->prompts) {
     std::string why;
-    const auto n = count_prompt_tokens(model_, prompt, request->parse_special, &why);
-    if (!n) return send_error(res, make_error(400, "the prompt cannot be tokenized: " + why, "invalid_request_error"));
-    if (*n >= facts_.n_ctx) {
+    auto ids = ep == Endpoint::kChat ? tokenize_prompt_parts(model_, request->chat_parts, request->markers, &why)
+                                     : tokenize_prompt_parts(model_, {PromptPart{prompt, false}}, {}, &why);
+    if (!ids) {
+      out.response = error_response(make_error(400, "the prompt cannot be tokenized: " + why, "invalid_request_error"));
+      return out;
+    }
+    const size_t n = ids->size();
+    prompt_ids->push_back(std::move(*ids));
+    if (n >= facts_.n_ctx) {
       ApiError e = make_error(400,
-                              "the prompt has " + std::to_string(*n) + " tokens but the context holds " +
+                              "the prompt has " + std::to_string(n) + " tokens but the context holds " +
                                   std::to_string(facts_.n_ctx) + " (and at least one must be generated)",
                               "invalid_request_error", "context_length_exceeded");
       e.param = ep == Endpoint::kChat ? "messages" : "prompt";
-      return send_error(res, e);
+      out.response = error_response(e);
+      return out;
     }
   }
 
-  std::shared_ptr<ContextPool::Lease> lease = pool_->acquire();
-  if (!lease)
-    return send_error(res, make_error(429, "the server is busy: every context is in use and the wait queue is full",
-                                      "server_busy", "rate_limit_exceeded"));
-
+  auto exchange = std::make_shared<Exchange>();
   const ResponseMeta meta{next_id(ep), now_seconds(), model_id_};
   const LogprobFormatter fmt(model_);
   const bool want_lp = request->sampling.logprobs >= 0;
@@ -147,136 +249,106 @@ void ApiServer::handle_generate(const httplib::Request& req, httplib::Response& 
     if (!want_lp) return json(nullptr);
     return ep == Endpoint::kChat ? fmt.chat(lps) : fmt.completion(lps, offset);
   };
+  const auto deadline = timeout_s_ == 0 ? std::chrono::steady_clock::time_point::max()
+                                        : std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
+  ContextPool* pool = pool_;
+  // Shared by both job kinds: why (if at all) the work must stop now.
+  auto stop_cause = [exchange, deadline, pool]() {
+    if (pool->cancelling()) return StopCause::kShutdown;
+    if (exchange->client_gone()) return StopCause::kClientGone;
+    if (std::chrono::steady_clock::now() >= deadline) return StopCause::kTimeout;
+    return StopCause::kNone;
+  };
+  const unsigned timeout_s = timeout_s_;
 
+  ContextPool::Job job;
   if (!request->stream) {
-    json choices = json::array();
-    ChoiceSink sink;
-    sink.on_done = [&](int index, const ChoiceResult& r) {
-      const std::string text = request->echo ? request->prompts[index / request->n] + r.text : r.text;
-      const json lp = logprobs_json(r.logprobs, request->echo ? request->prompts[index / request->n].size() : 0);
-      const char* finish = openai_finish_reason(r.finish);
-      choices.push_back(ep == Endpoint::kChat ? chat_choice(index, text, finish, lp)
-                                              : completion_choice(index, text, finish, lp));
-      return true;
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx,
+                                                                                          bool abandon) {
+      if (abandon) return exchange->answer(error_response(stop_error(StopCause::kShutdown, timeout_s)));
+      json choices = json::array();
+      StopCause cause = StopCause::kNone;
+      ChoiceSink sink;
+      sink.should_stop = [&] { return (cause = stop_cause()) != StopCause::kNone; };
+      sink.on_done = [&](int index, const ChoiceResult& r) {
+        const std::string text = request->echo ? request->prompts[index / request->n] + r.text : r.text;
+        const json lp = logprobs_json(r.logprobs, request->echo ? request->prompts[index / request->n].size() : 0);
+        const char* finish = openai_finish_reason(r.finish);
+        choices.push_back(ep == Endpoint::kChat ? chat_choice(index, text, finish, lp)
+                                                : completion_choice(index, text, finish, lp));
+        return true;
+      };
+      RunTotals totals;
+      if (!run_all(ctx, *request, *prompt_ids, sink, &totals))
+        return exchange->answer(error_response(stop_error(cause, timeout_s)));
+      if (totals.failure.status != LMRT_OK) return exchange->answer(error_response(generation_error(totals.failure)));
+      exchange->answer(json_response(
+          full_response(ep, meta, choices, usage_object(totals.prompt_tokens, totals.completion_tokens))));
     };
-    RunTotals totals;
-    run_all(lease->context(), *request, sink, &totals);
-    if (totals.failure.status != LMRT_OK) return send_error(res, generation_error(totals.failure));
-    res.set_content(
-        dump_json(full_response(ep, meta, choices, usage_object(totals.prompt_tokens, totals.completion_tokens))),
-        "application/json");
-    return;
-  }
-
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider("text/event-stream", [request, lease, meta, logprobs_json, ep](
-                                                            size_t, httplib::DataSink& out) mutable {
-    if (!lease) return false;  // the provider runs once; a second call has nothing to send
-    auto send = [&](const std::string& payload) {
-      const std::string event = "data: " + payload + "\n\n";
-      return out.is_writable() && out.write(event.data(), event.size());
-    };
-    std::vector<bool> started(request->prompts.size() * request->n, false);
-    auto start_choice = [&](int index) {
-      if (started[index]) return true;
-      started[index] = true;
-      bool ok = true;
-      if (ep == Endpoint::kChat) {
-        const std::string empty;
-        ok = send(dump_json(chunk(ep, meta, index, &empty, true, nullptr, nullptr)));
+    out.kind = HttpOutcome::kLater;
+  } else {
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx,
+                                                                                          bool abandon) {
+      auto send = [&](const std::string& payload) { return exchange->write("data: " + payload + "\n\n"); };
+      auto finish_with = [&](const ApiError& e) {
+        send(dump_json(error_object(e)));
+        send("[DONE]");
+        exchange->end();
+      };
+      if (abandon) return finish_with(stop_error(StopCause::kShutdown, timeout_s));
+      std::vector<bool> started(request->prompts.size() * request->n, false);
+      auto start_choice = [&](int index) {
+        if (started[index]) return true;
+        started[index] = true;
+        bool ok = true;
+        if (ep == Endpoint::kChat) {
+          const std::string empty;
+          ok = send(dump_json(chunk(ep, meta, index, &empty, true, nullptr, nullptr)));
+        }
+        if (ok && request->echo)
+          ok = send(dump_json(chunk(ep, meta, index, &request->prompts[index / request->n], false, nullptr, nullptr)));
+        return ok;
+      };
+      StopCause cause = StopCause::kNone;
+      ChoiceSink sink;
+      sink.should_stop = [&] { return (cause = stop_cause()) != StopCause::kNone; };
+      sink.on_piece = [&](int index, const Piece& piece, size_t offset) {
+        return start_choice(index) && send(dump_json(chunk(ep, meta, index, &piece.text, false, nullptr,
+                                                           logprobs_json(piece.logprobs, offset))));
+      };
+      sink.on_done = [&](int index, const ChoiceResult& r) {
+        return start_choice(index) &&
+               send(dump_json(chunk(ep, meta, index, nullptr, false, openai_finish_reason(r.finish), nullptr)));
+      };
+      RunTotals totals;
+      if (!run_all(ctx, *request, *prompt_ids, sink, &totals)) {
+        if (cause == StopCause::kTimeout || cause == StopCause::kShutdown)
+          return finish_with(stop_error(cause, timeout_s));
+        return exchange->end();  // the client is gone
       }
-      if (ok && request->echo)
-        ok = send(dump_json(chunk(ep, meta, index, &request->prompts[index / request->n], false, nullptr, nullptr)));
-      return ok;
+      if (totals.failure.status != LMRT_OK) return finish_with(generation_error(totals.failure));
+      if (request->include_usage)
+        send(dump_json(usage_chunk(ep, meta, usage_object(totals.prompt_tokens, totals.completion_tokens))));
+      send("[DONE]");
+      exchange->end();
     };
-    ChoiceSink sink;
-    sink.on_piece = [&](int index, const Piece& piece, size_t offset) {
-      return start_choice(index) && send(dump_json(chunk(ep, meta, index, &piece.text, false, nullptr,
-                                                         logprobs_json(piece.logprobs, offset))));
-    };
-    sink.on_done = [&](int index, const ChoiceResult& r) {
-      return start_choice(index) &&
-             send(dump_json(chunk(ep, meta, index, nullptr, false, openai_finish_reason(r.finish), nullptr)));
-    };
-    RunTotals totals;
-    const bool completed = run_all(lease->context(), *request, sink, &totals);
-    lease.reset();                 // free the context before the last bytes go out
-    if (!completed) return false;  // the client is gone: drop the connection
-    if (totals.failure.status != LMRT_OK && !send(dump_json(error_object(generation_error(totals.failure)))))
-      return false;
-    if (request->include_usage &&
-        !send(dump_json(usage_chunk(ep, meta, usage_object(totals.prompt_tokens, totals.completion_tokens)))))
-      return false;
-    if (!send("[DONE]")) return false;
-    out.done();
-    return true;
-  });
-}
-
-void ApiServer::install(httplib::Server& http) {
-  auto guarded = [this](auto fn) {
-    return [fn](const httplib::Request& req, httplib::Response& res) {
-      try {
-        fn(req, res);
-      } catch (const std::exception& e) {
-        send_error(res, make_error(500, std::string("internal error: ") + e.what(), "server_error"));
-      } catch (...) {
-        send_error(res, make_error(500, "internal error", "server_error"));
-      }
-    };
-  };
-  http.Post("/v1/completions",
-            guarded([this](const auto& req, auto& res) { handle_generate(req, res, Endpoint::kCompletions); }));
-  http.Post("/v1/chat/completions",
-            guarded([this](const auto& req, auto& res) { handle_generate(req, res, Endpoint::kChat); }));
-  http.Get("/v1/models", guarded([this](const auto&, auto& res) { handle_models(res); }));
-  http.Get("/health", guarded([this](const auto&, auto& res) { handle_health(res); }));
-
-  // A known path with another method: 405 with the methods it does take.
-  auto not_allowed = [](const char* allow) {
-    return [allow](const httplib::Request& req, httplib::Response& res) {
-      res.set_header("Allow", allow);
-      send_error(res,
-                 make_error(405, "method " + req.method + " is not allowed on " + req.path + " (use " + allow + ")",
-                            "invalid_request_error", "method_not_allowed"));
-    };
-  };
-  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
-    http.Get(path, not_allowed("POST"));
-    http.Put(path, not_allowed("POST"));
-    http.Patch(path, not_allowed("POST"));
-    http.Delete(path, not_allowed("POST"));
+    out.kind = HttpOutcome::kStream;
+    out.response.content_type = "text/event-stream";
+    out.response.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
   }
-  for (const char* path : {"/v1/models", "/health"}) {
-    http.Post(path, not_allowed("GET"));
-    http.Put(path, not_allowed("GET"));
-    http.Patch(path, not_allowed("GET"));
-    http.Delete(path, not_allowed("GET"));
+  if (!pool_->submit(std::move(job))) {
+    out = HttpOutcome{};
+    if (pool_->stopping()) {
+      out.response = error_response(stop_error(StopCause::kShutdown, timeout_s_));
+      return out;
+    }
+    out.response =
+        error_response(make_error(429, "the server is busy: every context is in use and the wait queue is full",
+                                  "server_busy", "rate_limit_exceeded"));
+    return out;
   }
-
-  if (!api_key_.empty()) {
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-      const std::string got = req.get_header_value("Authorization");
-      if (got == "Bearer " + api_key_) return httplib::Server::HandlerResponse::Unhandled;
-      send_error(
-          res, make_error(401, got.empty() ? "missing API key (send 'Authorization: Bearer KEY')" : "incorrect API key",
-                          "invalid_request_error", "invalid_api_key"));
-      return httplib::Server::HandlerResponse::Handled;
-    });
-  }
-
-  // Anything httplib answers by itself (unknown path, oversized body...) still gets an error object.
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty() || res.is_chunked_content_provider_) return;
-    const std::string message = res.status == 404 ? "no route for " + req.method + " " + req.path
-                                                  : std::string("request failed: HTTP ") + std::to_string(res.status);
-    send_error(res, make_error(res.status, message, "invalid_request_error", res.status == 404 ? "not_found" : ""));
-  });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    send_error(res, make_error(500, "internal error", "server_error"));
-  });
+  out.exchange = exchange;
+  return out;
 }
 
 }  // namespace server

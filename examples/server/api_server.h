@@ -1,36 +1,41 @@
-// The HTTP routes of the OpenAI-compatible API, installed on an httplib::Server.
+// The routes of the OpenAI-compatible API as an HttpServer handler: access checks, then quick
+// answers on the event loop and generations handed to the context pool's workers.
 #pragma once
 
-#include <httplib.h>
 #include <lmrt/lmrt.h>
 
 #include <atomic>
 #include <string>
 
+#include "access_policy.h"
 #include "api_request.h"
 #include "context_pool.h"
+#include "http_server.h"
 
 namespace server {
 
 class ApiServer {
  public:
-  // model, pool: must outlive the server. api_key: "" for none.
-  ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts facts, std::string model_id, std::string api_key);
+  // model, pool: must outlive the server. timeout_s: per request (0: none).
+  ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts facts, std::string model_id, AccessPolicy policy,
+            unsigned timeout_s);
 
-  // Registers every route, the 404/405 answers, the API-key check and the exception guard.
-  void install(httplib::Server& http);
+  // The HttpServer handler: never blocks, never throws.
+  HttpOutcome handle(const HttpRequest& req);
 
  private:
-  void handle_generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
-  void handle_models(httplib::Response& res) const;
-  void handle_health(httplib::Response& res) const;
+  HttpOutcome route(const HttpRequest& req);
+  HttpOutcome generate(const HttpRequest& req, Endpoint ep);
+  HttpResponse models() const;
+  HttpResponse health() const;
   std::string next_id(Endpoint ep);
 
   const lmrt_model* model_;
   ContextPool* pool_;
   ModelFacts facts_;
   std::string model_id_;
-  std::string api_key_;
+  AccessPolicy policy_;
+  unsigned timeout_s_;
   int64_t started_;
   std::atomic<uint64_t> counter_{0};
 };

@@ -1,5 +1,7 @@
 #include "context_pool.h"
 
+#include <chrono>
+
 namespace server {
 
 std::unique_ptr<ContextPool> ContextPool::create(lmrt_model* model, const lmrt_context_params& params, size_t n,
@@ -20,38 +22,63 @@ std::unique_ptr<ContextPool> ContextPool::create(lmrt_model* model, const lmrt_c
   lmrt_context_params_init(&got);
   if (!pool->all_.empty()) lmrt_context_get_params(pool->all_.front(), &got);
   pool->n_ctx_ = got.n_ctx;
-  pool->idle_ = pool->all_;
+  for (lmrt_context* ctx : pool->all_) pool->workers_.emplace_back([p = pool.get(), ctx] { p->work(ctx); });
   return pool;
 }
 
 ContextPool::~ContextPool() {
+  stop(0);
   for (lmrt_context* ctx : all_) lmrt_context_free(ctx);
 }
 
-std::unique_ptr<ContextPool::Lease> ContextPool::acquire() {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (idle_.empty()) {
-    if (waiting_ >= max_queue_) return nullptr;
-    ++waiting_;
-    freed_.wait(lock, [&] { return !idle_.empty(); });
-    --waiting_;
-  }
-  lmrt_context* ctx = idle_.back();
-  idle_.pop_back();
-  return std::make_unique<Lease>(this, ctx);
-}
-
-void ContextPool::release(lmrt_context* ctx) {
+bool ContextPool::submit(Job job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    idle_.push_back(ctx);
+    if (!accepting_ || queue_.size() >= max_queue_ + (all_.size() - busy_)) return false;
+    queue_.push_back(std::move(job));
   }
-  freed_.notify_one();
+  wake_.notify_one();
+  return true;
+}
+
+void ContextPool::work(lmrt_context* ctx) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return quit_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // quitting with nothing left
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    ++busy_;
+    const bool abandon = cancel_all_.load();
+    lock.unlock();
+    try {
+      job(ctx, abandon);
+    } catch (...) {
+      // A job answers its own client; an exception must not end the worker.
+    }
+    job = nullptr;
+    lock.lock();
+    --busy_;
+    idle_.notify_all();
+  }
+}
+
+void ContextPool::stop(int64_t grace_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  accepting_ = false;
+  idle_.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return queue_.empty() && busy_ == 0; });
+  // Past the grace period: queued jobs run abandoned (they answer at once), running ones cancel.
+  cancel_all_ = true;
+  quit_ = true;
+  lock.unlock();
+  wake_.notify_all();
+  for (std::thread& t : workers_)
+    if (t.joinable()) t.join();
 }
 
 ContextPool::Stats ContextPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Stats{idle_.size(), all_.size() - idle_.size(), waiting_, max_queue_};
+  return Stats{all_.size() - busy_, busy_, queue_.size(), max_queue_};
 }
 
 }  // namespace server

@@ -32,13 +32,12 @@ int on_token(void* user, const lmrt_token_event* ev) {
 
 }  // namespace
 
-ChoiceResult run_choice(lmrt_context* ctx, const std::string& prompt, bool parse_special, const SamplingParams& p,
+ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, const SamplingParams& p,
                         uint64_t seed_offset, const std::function<bool(const Piece&)>& on_piece) {
   lmrt_generate_request req;
   lmrt_generate_request_init(&req);
-  req.prompt = prompt.data();
-  req.prompt_len = prompt.size();
-  req.parse_special = parse_special ? 1 : 0;
+  req.prompt_tokens = prompt.data();
+  req.n_prompt_tokens = prompt.size();
   req.max_tokens = p.max_tokens;
   req.seed = p.seed ? *p.seed + seed_offset : LMRT_SEED_RANDOM;
   if (req.seed == LMRT_SEED_RANDOM && p.seed) req.seed = 0;  // a wrapped seed stays deterministic
@@ -79,17 +78,6 @@ ChoiceResult run_choice(lmrt_context* ctx, const std::string& prompt, bool parse
   if (res.logprobs != nullptr)
     for (uint32_t i = 0; i < res.completion_tokens; ++i) out.logprobs.push_back(to_logprob(res.logprobs[i]));
   return out;
-}
-
-std::optional<size_t> count_prompt_tokens(const lmrt_model* model, const std::string& prompt, bool parse_special,
-                                          std::string* error) {
-  const uint32_t flags = LMRT_TOKENIZE_ADD_BOS | (parse_special ? LMRT_TOKENIZE_PARSE_SPECIAL : 0u);
-  size_t n = 0;
-  const lmrt_status st = lmrt_tokenize(model, prompt.data(), prompt.size(), flags, nullptr, 0, &n);
-  if (st == LMRT_OK || st == LMRT_ERR_BUFFER_TOO_SMALL) return n;
-  *error = lmrt_model_last_error(model);
-  if (error->empty()) *error = lmrt_status_str(st);
-  return std::nullopt;
 }
 
 const char* openai_finish_reason(lmrt_finish_reason r) {

@@ -58,12 +58,8 @@ struct ChoiceResult {
 
 // Generates one choice. `seed_offset` is added to a given seed so that the n choices of one
 // request differ yet stay reproducible. on_piece (may be empty) returns false to cancel.
-ChoiceResult run_choice(lmrt_context* ctx, const std::string& prompt, bool parse_special, const SamplingParams& p,
+ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, const SamplingParams& p,
                         uint64_t seed_offset, const std::function<bool(const Piece&)>& on_piece);
-
-// The prompt's token count (BOS included), or nullopt with a message for text lmrt rejects.
-std::optional<size_t> count_prompt_tokens(const lmrt_model* model, const std::string& prompt, bool parse_special,
-                                          std::string* error);
 
 // "stop" / "length" as OpenAI names the finish reason.
 const char* openai_finish_reason(lmrt_finish_reason r);

@@ -2,20 +2,22 @@
 // SIGINT or SIGTERM.
 #include "serve_main.h"
 
-#include <httplib.h>
 #include <lmrt/lmrt.h>
 #include <pthread.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "access_policy.h"
 #include "api_server.h"
 #include "chat_template.h"
 #include "context_pool.h"
 #include "gguf_metadata.h"
+#include "http_server.h"
 #include "serve_options.h"
 
 namespace server {
@@ -43,20 +45,24 @@ struct Handles {
   }
 };
 
-int serve(const ServeOptions& opt) {
+int serve(ServeOptions opt) {
+  if (opt.host == "localhost") opt.host = "127.0.0.1";  // libmicrohttpd binds numeric addresses
   ChatTemplate tmpl = ChatTemplate::kPlain;
   if (opt.chat_template == "auto") {
     if (auto jinja = read_gguf_string(opt.model_path, "tokenizer.chat_template")) tmpl = detect_chat_template(*jinja);
   } else if (auto named = chat_template_from_name(opt.chat_template)) {
     tmpl = *named;
   } else {
-    fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama2, zephyr, plain)");
+    fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama3, llama2, zephyr, plain)");
     return 2;
   }
 
   Handles h;
   char err[1024] = "";
-  if (lmrt_status st = lmrt_model_open(opt.model_path.c_str(), nullptr, &h.model, err, sizeof err); st != LMRT_OK) {
+  lmrt_model_params mp;
+  lmrt_model_params_init(&mp);
+  mp.use_mmap = opt.use_mmap ? 1 : 0;
+  if (lmrt_status st = lmrt_model_open(opt.model_path.c_str(), &mp, &h.model, err, sizeof err); st != LMRT_OK) {
     fail("cannot open model " + opt.model_path + ": " + lmrt_status_str(st) + ": " + err);
     return 1;
   }
@@ -99,21 +105,21 @@ int serve(const ServeOptions& opt) {
   }
 
   ModelFacts facts{h.plugins, info.n_vocab, pool->n_ctx(), tmpl};
-  ApiServer api(h.model, pool.get(), facts, opt.alias.empty() ? model_id_from_path(opt.model_path) : opt.alias,
-                opt.api_key);
-  httplib::Server http;
-  // Every waiting or generating request holds an HTTP thread, plus room for keep-alive connections
-  // and the quick answers (health, 429).
-  const size_t http_threads = opt.parallel + queue + 16;
-  http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
-  http.set_keep_alive_timeout(2);
-  http.set_read_timeout(30);
-  http.set_write_timeout(30);
-  http.set_payload_max_length(16u << 20);
-  api.install(http);
-
-  if (!http.bind_to_port(opt.host, opt.port)) {
-    fail("cannot listen on " + opt.host + ":" + std::to_string(opt.port));
+  facts.max_tokens_limit = opt.max_tokens_limit != 0 ? opt.max_tokens_limit : pool->n_ctx();
+  AccessPolicy policy{opt.host, opt.allowed_hosts, opt.cors_origin, opt.api_key};
+  if (!opt.api_key_file.empty()) {
+    auto key = read_api_key_file(opt.api_key_file, &why);
+    if (!key) {
+      fail(why);
+      return 2;
+    }
+    policy.api_key = *key;
+  }
+  ApiServer api(h.model, pool.get(), facts, opt.alias.empty() ? model_id_from_path(opt.model_path) : opt.alias, policy,
+                opt.timeout_s);
+  HttpServer http(opt.http, [&api](const HttpRequest& req) { return api.handle(req); });
+  if (!http.start(opt.host, opt.port, &why)) {
+    fail(why);
     return 1;
   }
   std::fprintf(stderr,
@@ -121,21 +127,22 @@ int serve(const ServeOptions& opt) {
                model_id_from_path(opt.model_path).c_str(), opt.host.c_str(), opt.port, opt.parallel, queue,
                pool->n_ctx(), cp.n_threads, chat_template_name(tmpl), h.cache != nullptr ? ", cache on" : "");
 
-  // SIGINT/SIGTERM are blocked in every thread and taken by one waiter that stops the server.
+  // SIGINT/SIGTERM are blocked in every thread and taken here: stop accepting, let in-flight
+  // requests finish within the grace period, cancel the rest, flush their answers, exit 0.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    http.stop();
-  });
-  const bool ok = http.listen_after_bind();
-  pthread_kill(waiter.native_handle(), SIGTERM);  // wake the waiter when listening ended otherwise
-  waiter.join();
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "lmrt serve: %s: draining (grace %u s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", opt.grace_s);
+  http.stop_accepting();
+  pool->stop(int64_t{opt.grace_s} * 1000);
+  // Every job has answered; give the event loops a moment to write those answers out.
+  for (int i = 0; i < 40 && http.active_requests() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  http.stop();
   std::fprintf(stderr, "lmrt serve: stopped\n");
-  return ok ? 0 : 1;
+  return 0;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "serve_options.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,11 +22,20 @@ bool to_uint(const char* text, unsigned long lo, unsigned long hi, uint32_t* out
 
 const char* serve_usage() {
   return "usage: lmrt serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--queue N]\n"
-         "                  [--ctx-size N] [--threads N] [--cache FILE] [--plugin FILE] [--api-key KEY]\n"
-         "                  [--chat-template auto|chatml|llama2|zephyr|plain] [--alias NAME]\n"
+         "                  [--ctx-size N] [--threads N] [--cache FILE] [--plugin FILE]\n"
+         "                  [--api-key-file FILE] [--allowed-host NAME]... [--cors-origin ORIGIN]\n"
+         "                  [--max-tokens-limit N] [--timeout S] [--grace S]\n"
+         "                  [--max-connections N] [--max-connections-per-client N] [--max-header-bytes N]\n"
+         "                  [--max-body-bytes N] [--header-timeout S] [--body-timeout S] [--idle-timeout S]\n"
+         "                  [--no-mmap] [--chat-template auto|chatml|llama3|llama2|zephyr|plain] [--alias NAME]\n"
          "  OpenAI-compatible HTTP API: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,\n"
          "  GET /health. --parallel contexts share the model; --queue requests wait for one (default\n"
-         "  4 x parallel), more get 429. MODEL may come from $LMRT_MODEL, KEY from $LMRT_API_KEY.\n";
+         "  4 x parallel), more get 429. MODEL may come from $LMRT_MODEL; the API key from\n"
+         "  --api-key-file or $LMRT_API_KEY (--api-key KEY works but shows the key to `ps`).\n"
+         "  max_tokens is clamped to --max-tokens-limit (default: the context size); a request runs\n"
+         "  at most --timeout seconds (default 600, 0 = none); SIGINT/SIGTERM stop accepting, give\n"
+         "  in-flight requests --grace seconds (default 10), cancel the rest and exit 0. --no-mmap reads\n"
+         "  the model into memory: the file may then be truncated or rewritten while serving.\n";
 }
 
 bool parse_serve_options(int argc, char** argv, int first, ServeOptions* out, std::string* error) {
@@ -35,6 +45,10 @@ bool parse_serve_options(int argc, char** argv, int first, ServeOptions* out, st
     const std::string opt = argv[i];
     if (opt == "-h" || opt == "--help") {
       out->help = true;
+      continue;
+    }
+    if (opt == "--no-mmap") {
+      out->use_mmap = false;
       continue;
     }
     if (i + 1 >= argc) {
@@ -69,6 +83,39 @@ bool parse_serve_options(int argc, char** argv, int first, ServeOptions* out, st
       out->plugin_path = value;
     } else if (opt == "--api-key") {
       out->api_key = value;
+    } else if (opt == "--api-key-file") {
+      out->api_key_file = value;
+    } else if (opt == "--allowed-host") {
+      out->allowed_hosts.push_back(value);
+    } else if (opt == "--cors-origin") {
+      out->cors_origin = value;
+    } else if (opt == "--max-tokens-limit") {
+      if (!number(1, INT32_MAX, &out->max_tokens_limit)) return false;
+    } else if (opt == "--timeout") {
+      if (!number(0, 1u << 24, &out->timeout_s)) return false;
+    } else if (opt == "--grace") {
+      if (!number(0, 3600, &out->grace_s)) return false;
+    } else if (opt == "--max-connections") {
+      if (!number(1, 65536, &n)) return false;
+      out->http.max_connections = n;
+    } else if (opt == "--max-connections-per-client") {
+      if (!number(0, 65536, &n)) return false;
+      out->http.max_connections_per_client = n;
+    } else if (opt == "--max-header-bytes") {
+      if (!number(1024, 1u << 20, &n)) return false;
+      out->http.max_header_bytes = n;
+    } else if (opt == "--max-body-bytes") {
+      if (!number(1, 1u << 30, &n)) return false;
+      out->http.max_body_bytes = n;
+    } else if (opt == "--header-timeout") {
+      if (!number(1, 3600, &n)) return false;
+      out->http.header_timeout_s = n;
+    } else if (opt == "--body-timeout") {
+      if (!number(1, 3600, &n)) return false;
+      out->http.body_timeout_s = n;
+    } else if (opt == "--idle-timeout") {
+      if (!number(1, 3600, &n)) return false;
+      out->http.idle_timeout_s = n;
     } else if (opt == "--chat-template") {
       out->chat_template = value;
     } else if (opt == "--alias") {

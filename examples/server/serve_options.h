@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "http_server.h"
 
 namespace server {
 
@@ -16,9 +19,17 @@ struct ServeOptions {
   uint32_t threads = 0;   // per context; 0: online CPUs / parallel (at least 1)
   std::string cache_path;
   std::string plugin_path;
-  std::string api_key;  // --api-key, else $LMRT_API_KEY
+  std::string api_key;  // --api-key, else $LMRT_API_KEY (--api-key-file replaces both)
+  std::string api_key_file;
+  std::vector<std::string> allowed_hosts;  // --allowed-host, repeatable
+  std::string cors_origin;                 // --cors-origin; "" = CORS off
+  uint32_t max_tokens_limit = 0;           // 0: the context size
+  uint32_t timeout_s = 600;                // per request; 0: none
+  uint32_t grace_s = 10;                   // SIGTERM/SIGINT: time in-flight requests get to finish
+  HttpLimits http;
   std::string chat_template = "auto";
-  std::string alias;  // model id in responses; default the file name without .gguf
+  std::string alias;     // model id in responses; default the file name without .gguf
+  bool use_mmap = true;  // --no-mmap: read the model into memory (safe if the file is truncated)
   bool help = false;
 };
 

@@ -53,6 +53,15 @@ std::string_view visible_piece(const SpmTokenizer& tok, int32_t prev, std::strin
 }
 
 Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out) {
+  if (!req.prompt_tokens.empty()) {
+    for (size_t i = 0; i < req.prompt_tokens.size(); ++i)
+      if (req.prompt_tokens[i] < 0 || req.prompt_tokens[i] >= tok.n_vocab())
+        return Error(Code::invalid_argument, "prompt_tokens[" + std::to_string(i) +
+                                                 "] = " + std::to_string(req.prompt_tokens[i]) +
+                                                 " is not a token id (0.." + std::to_string(tok.n_vocab() - 1) + ")");
+    *out = req.prompt_tokens;
+    return Status::Ok();
+  }
   LMRT_RETURN_IF_ERROR(tok.tokenize(req.prompt, req.add_bos, req.parse_special, out));
   if (out->empty()) {
     // An empty prompt without BOS still needs one token to start from.
@@ -86,8 +95,11 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
     for (int32_t t : prompt) LMRT_RETURN_IF_ERROR(req.sampler->accept(t));
   }
 
-  // Everything the loop needs is reserved here, so decoding a token allocates nothing.
-  const size_t cap = static_cast<size_t>(req.max_tokens);
+  // Everything the loop needs is reserved here, so decoding a token allocates nothing (up to n_ctx
+  // tokens: more only with context shift, which then grows the buffers; max_tokens alone may be
+  // 2^31 - 1, far beyond what should be reserved).
+  const size_t max_tokens = static_cast<size_t>(req.max_tokens);
+  const size_t cap = std::min(max_tokens, static_cast<size_t>(ctx.n_ctx()));
   r.tokens.reserve(cap);
   r.piece_lengths.reserve(cap + 1);
   r.piece_tokens.reserve(cap + 1);
@@ -195,7 +207,7 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
       r.finish_reason = FinishReason::stop;
       break;
     }
-    if (r.tokens.size() >= cap) {
+    if (r.tokens.size() >= max_tokens) {
       r.finish_reason = FinishReason::length;
       break;
     }

@@ -25,6 +25,7 @@ const char* finish_reason_name(FinishReason r);
 
 struct GenerateRequest {
   std::string_view prompt;
+  std::vector<int32_t> prompt_tokens;  // when not empty: the prompt, used instead of prompt/add_bos/parse_special
   int32_t max_tokens = 256;
   bool add_bos = true;
   bool parse_special = false;

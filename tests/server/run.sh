@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Integration test of `lmrt serve`: tests/server/run.sh [BUILD_DIR] (default build).
+# Integration test of `lmrt serve`: tests/server/run.sh [BUILD_DIR] (default build): the API
+# (server_test.py), hostile clients (hostile_test.py), then a load and soak run (soak_test.py).
 # Needs python3, and node + npm for the openai client check (it installs `openai` into a temporary
 # folder from the npm registry; pass --skip-npm to leave that out).
 set -euo pipefail
@@ -11,7 +12,10 @@ shift || true
 model="${LMRT_SHARED_DIR:-$root/../shared}/models/TinyStories-656K-Q8_0.gguf"
 binary="$build/examples/cli/lmrt"
 if ! "$binary" serve --help >/dev/null 2>&1; then
-  echo "tests/server: $binary has no HTTP server (install libcpp-httplib-dev nlohmann-json3-dev)" >&2
+  echo "tests/server: $binary has no HTTP server (install libmicrohttpd-dev nlohmann-json3-dev)" >&2
   exit 1
 fi
-exec timeout 600 python3 "$here/server_test.py" "$binary" "$model" "$@"
+timeout 600 python3 "$here/server_test.py" "$binary" "$model" "$@"
+timeout 300 python3 "$here/hostile_test.py" "$binary" "$model"
+# The soak run: LMRT_SOAK_SECONDS (default 30) of mixed traffic, then leak and health checks.
+exec timeout 300 python3 "$here/soak_test.py" "$binary" "$model"

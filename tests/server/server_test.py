@@ -429,7 +429,8 @@ def test_cancel(port):
 
 def test_queue_and_key(binary, model):
     print("queue limit (--parallel 1 --queue 1) and --api-key")
-    srv = Server(binary, model, "--parallel", "1", "--queue", "1", "--api-key", "sekrit")
+    srv = Server(binary, model, "--parallel", "1", "--queue", "1", "--api-key", "sekrit", "--max-tokens-limit",
+                 "1000000")
     auth = {"Authorization": "Bearer sekrit"}
     try:
         p = srv.port
@@ -532,7 +533,8 @@ def main():
     skip_npm = "--skip-npm" in sys.argv
     model_id = os.path.basename(model).removesuffix(".gguf")
     t0 = time.time()
-    srv = Server(binary, model, "--parallel", "2")
+    # endless_body() must outlast the default max_tokens cap (the context size).
+    srv = Server(binary, model, "--parallel", "2", "--max-tokens-limit", "1000000")
     try:
         n_ctx = request(srv.port, "GET", "/v1/models")[1]["data"][0]["context_length"]
         test_basics(srv.port, model_id)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -365,6 +366,61 @@ TEST(GenerationControls, BeamSearchRefusesWhatItCannotHonour) {
   EXPECT_EQ(lmrt_generate(h.ctx, &req, nullptr, nullptr, &res), LMRT_ERR_INVALID_ARGUMENT);
   req.n_beams = 4;
   EXPECT_EQ(lmrt_generate(h.ctx, &req, nullptr, nullptr, &res), LMRT_OK);
+}
+
+// max_tokens may be 2^31 - 1 (a server passes what a client asked for): what a request reserves up
+// front must be bounded by the context, not by max_tokens (this asked for hundreds of GB before).
+// The process's peak virtual size in kB (VmPeak), 0 where /proc is missing.
+size_t vm_peak_kb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmPeak:", 0) == 0) return std::stoul(line.substr(7));
+  return 0;
+}
+
+TEST(GenerationControls, HugeMaxTokensReservesOnlyTheContext) {
+  const size_t peak_before = vm_peak_kb();
+  Handles h;
+  open(&h, "stories260K.gguf", 64);
+  lmrt_generate_request req = request("Once upon a time", INT32_MAX);
+  req.logprobs = 5;
+  const lmrt_logit_bias no_eos{2, -INFINITY};
+  req.logit_bias = &no_eos;
+  req.n_logit_bias = 1;
+  lmrt_generate_result res;
+  Stream s;
+  run(h, req, &res, &s);
+  EXPECT_EQ(res.finish_reason, LMRT_FINISH_CONTEXT_FULL);
+  EXPECT_EQ(res.prompt_tokens + res.completion_tokens, 64u + 1u);  // the last sampled token is not fed back
+  EXPECT_EQ(s.logprobs.size(), res.completion_tokens);
+  // Reserving for max_tokens asked for hundreds of GB (an allocator that overcommits hides it).
+  EXPECT_LT(vm_peak_kb(), peak_before + (size_t{1} << 20)) << "kB of peak virtual memory";
+}
+
+// A prompt given as token ids generates what the same prompt as text does; bad ids are refused.
+TEST(GenerationControls, PromptTokensStandInForThePromptText) {
+  Handles h;
+  open(&h, "stories260K.gguf", 128);
+  lmrt_generate_request req = request("Once upon a time", 12);
+  lmrt_generate_result res;
+  const std::vector<int32_t> from_text = run(h, req, &res);
+  const uint32_t prompt_tokens = res.prompt_tokens;
+  std::vector<int32_t> ids(64);
+  size_t n = 0;
+  ASSERT_EQ(lmrt_tokenize(h.model, "Once upon a time", 16, LMRT_TOKENIZE_ADD_BOS, ids.data(), ids.size(), &n), LMRT_OK);
+  ids.resize(n);
+  lmrt_generate_request by_ids = request("ignored when prompt_tokens is set", 12);
+  by_ids.prompt_tokens = ids.data();
+  by_ids.n_prompt_tokens = ids.size();
+  EXPECT_EQ(run(h, by_ids, &res), from_text);
+  EXPECT_EQ(res.prompt_tokens, prompt_tokens);
+  const int32_t bad = 1 << 20;
+  by_ids.prompt_tokens = &bad;
+  by_ids.n_prompt_tokens = 1;
+  EXPECT_EQ(lmrt_generate(h.ctx, &by_ids, nullptr, nullptr, &res), LMRT_ERR_INVALID_ARGUMENT);
+  by_ids.prompt_tokens = nullptr;
+  EXPECT_EQ(lmrt_generate(h.ctx, &by_ids, nullptr, nullptr, &res), LMRT_ERR_INVALID_ARGUMENT);
 }
 
 }  // namespace

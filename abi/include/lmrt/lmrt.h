@@ -439,6 +439,11 @@ typedef struct lmrt_generate_request {
   const struct lmrt_plugin_host* plugins;
   const char* const* stop_criteria;
   size_t n_stop_criteria;
+  /* The prompt as token ids (n_prompt_tokens > 0): used instead of prompt, add_bos and
+   * parse_special, e.g. a chat prompt tokenized piece by piece so that only the template's own
+   * markers are control tokens while message text stays text. Ids must be in [0, n_vocab). */
+  const int32_t* prompt_tokens;
+  size_t n_prompt_tokens;
 } lmrt_generate_request;
 
 /* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets

@@ -1,0 +1,127 @@
+// The HTTP layer of `lmrt serve`: GNU libmicrohttpd driven by a fixed pool of event loops (epoll),
+// with every limit a hostile client could otherwise stretch (header size, body size, header and
+// body time, idle keep-alive time, connections in total and per client address, listen backlog).
+// Handlers run on the event loops and must not block: long work is handed to another thread
+// through an Exchange, which answers later (once, or as a stream of bytes).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+struct MHD_Connection;
+struct MHD_Daemon;
+
+namespace server {
+
+struct HttpGlue;
+
+struct HttpLimits {
+  size_t max_header_bytes = 16 * 1024;        // request line + headers
+  size_t max_body_bytes = 4u << 20;           // 413 beyond
+  unsigned header_timeout_s = 10;             // from connection (or previous answer) to the end of the headers
+  unsigned body_timeout_s = 30;               // from the end of the headers to the end of the body
+  unsigned idle_timeout_s = 5;                // no byte either way on an open connection
+  unsigned max_connections = 1024;            // in total
+  unsigned max_connections_per_client = 256;  // per client IP address
+  unsigned listen_backlog = 1024;
+  unsigned event_threads = 2;  // fixed; handlers never block them
+};
+
+struct HttpRequest {
+  std::string method;
+  std::string path;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string client;  // the peer's IP address
+
+  // The header's value, "" when absent.
+  std::string header(const std::string& lower_name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// One request answered later from another thread: either once (answer) or as a stream
+// (write ... end) whose head was already given. Thread-safe; the HTTP layer keeps it alive.
+class Exchange {
+ public:
+  // Completes a deferred (not streamed) request.
+  void answer(HttpResponse response);
+  // Appends bytes to a streamed answer; false when the client is gone or the exchange cancelled.
+  bool write(const std::string& bytes);
+  // Ends a streamed answer.
+  void end();
+  // True once the client closed its side or the connection ended: stop working for it.
+  bool client_gone();
+
+ private:
+  friend struct HttpGlue;
+  std::mutex mu_;
+  MHD_Connection* connection_ = nullptr;  // null once the connection ended
+  int fd_ = -1;
+  bool suspended_ = false;
+  bool streamed_ = false;
+  bool done_ = false;  // answer() or end() was called
+  bool gone_ = false;
+  std::string pending_;  // streamed bytes not yet handed to the connection
+  HttpResponse answer_;
+  void resume_locked();
+};
+
+// What a handler decides for a request.
+struct HttpOutcome {
+  enum Kind { kNow, kLater, kStream } kind = kNow;
+  HttpResponse response;               // kNow: the answer; kStream: status, type and headers of the stream
+  std::shared_ptr<Exchange> exchange;  // kLater, kStream: the handle given to the worker
+};
+
+class HttpServer {
+ public:
+  using Handler = std::function<HttpOutcome(const HttpRequest&)>;
+  HttpServer(HttpLimits limits, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port and starts the event loops; false with a message on failure.
+  bool start(const std::string& host, int port, std::string* error);
+  // Stops accepting new connections; open ones are still served.
+  void stop_accepting();
+  // Requests being served or waiting for an answer.
+  size_t active_requests() const { return active_.load(); }
+  // Ends every connection and the event loops. Call when no Exchange is pending any more.
+  void stop();
+
+  friend struct HttpGlue;  // libmicrohttpd's callbacks
+
+ private:
+  struct Connection;  // per-connection deadline, for the header and body time limits
+  void reap_slow_clients();
+
+  HttpLimits limits_;
+  Handler handler_;
+  MHD_Daemon* daemon_ = nullptr;
+  std::atomic<size_t> active_{0};
+
+  std::mutex conn_mu_;
+  std::map<Connection*, int> connections_;  // open connections and their sockets
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool stopping_ = false;
+  std::thread reaper_;
+};
+
+}  // namespace server
