@@ -1,5 +1,6 @@
 // The extern "C" functions of the plugin block of lmrt.h: a plugin host handle over
-// lmrt::PluginHost. Like lmrt_api.cpp, nothing thrown here or below crosses into the caller.
+// lmrt::PluginHost. Like the other abi/*_api.cpp files (through api_support.h's guarded), nothing thrown here or below
+// crosses into the caller.
 #include <algorithm>
 #include <cstring>
 #include <memory>
