@@ -15,8 +15,8 @@
 #include "abi/handles.h"
 #include "lmrt/lmrt.h"
 #include "lmrt/lmrt_plugin.h"
+#include "runtime/plugins/plugin_host.h"
 #include "runtime/sampling/builtin_samplers.h"
-#include "runtime/sampling/plugin_host.h"
 
 using lmrt::Code;
 using lmrt::Status;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Release and ASan+UBSan and runs every test in both; after Release, an AArch64 cross build whose
 # kernel and forward tests run under qemu (on x86-64 hosts), the install-tree examples (C, C++, Rust,
-# Go) and the HTTP server integration test; last, a TSan build runs the threaded tests.
+# Go) and the HTTP server integration test; then a TSan build runs the threaded tests; last, each
+# libFuzzer target runs for a fixed time (scripts/fuzz.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -43,3 +44,6 @@ echo "== TSan tests"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   "$root/build-tsan/tests/lmrt_tests" --gtest_brief=1 \
   --gtest_filter='Threads.*:CApi.*:ThreadsAndKv/*:ThreadPool*:Plugin*Thread*:*TwoThreads*:DecodeAlloc*:PluginGeneration.*'
+
+echo "== fuzzing: each libFuzzer target for ${LMRT_FUZZ_SECONDS:-20} s (scripts/fuzz.sh)"
+"$root/scripts/fuzz.sh" "$root/build-fuzz"

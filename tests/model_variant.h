@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/model/gguf_file.h"
-#include "runtime/model/gguf_writer.h"
+#include "tools/gguf_writer.h"
 
 namespace lmrt::test {
 

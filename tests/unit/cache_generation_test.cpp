@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "c_api_fixture.h"
 #include "test_support.h"
 
 namespace {
@@ -33,15 +34,11 @@ std::string fresh_path(const std::string& name) {
 }
 
 void setup(Env* e, const std::string& cache_path) {
+  e->model = lmrt::test::open_shared_model("stories260K.gguf").release();
+  ASSERT_NE(e->model, nullptr);
+  e->ctx = lmrt::test::make_context(e->model, 512).release();
+  ASSERT_NE(e->ctx, nullptr);
   char err[512] = {0};
-  ASSERT_EQ(lmrt_model_open(lmrt::test::model_path("stories260K.gguf").c_str(), nullptr, &e->model, err, sizeof err),
-            LMRT_OK)
-      << err;
-  lmrt_context_params cp;
-  lmrt_context_params_init(&cp);
-  cp.n_ctx = 512;
-  cp.n_threads = 2;
-  ASSERT_EQ(lmrt_context_create(e->model, &cp, &e->ctx, err, sizeof err), LMRT_OK) << err;
   lmrt_cache_params p;
   lmrt_cache_params_init(&p);
   p.on_warning = on_warning;

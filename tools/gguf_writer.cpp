@@ -1,4 +1,4 @@
-#include "runtime/model/gguf_writer.h"
+#include "tools/gguf_writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "runtime/model/interleave_file.h"
+#include "tools/interleave_file.h"
 
 #include <sys/stat.h>
 
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "runtime/model/gguf_file.h"
-#include "runtime/model/gguf_writer.h"
 #include "runtime/model/q4_0x16.h"
+#include "tools/gguf_writer.h"
 
 namespace lmrt {
 
