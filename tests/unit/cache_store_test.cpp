@@ -465,7 +465,9 @@ TEST(CacheStore, APathThatIsNotARegularFileIsRefused) {
   const std::string fifo = dir.file("fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   for (const std::string& path : {fifo, dir.file(""), std::string("/dev/null")}) {
+    // /dev/null only read-only: should this regress, SQLite must not leave a journal beside it.
     for (bool read_only : {false, true}) {
+      if (path == "/dev/null" && !read_only) continue;
       ResponseCacheParams params;
       params.read_only = read_only;
       std::unique_ptr<ResponseCache> cache;

@@ -75,14 +75,19 @@ TEST(CliRefusals, CacheNeverMovesOrReplacesAFileThatIsNotItsOwn) {
   ::globfree(&set_aside);
 }
 
-// `cache stats /dev/null` called /dev/null a cache with an old schema.
+// `cache stats /dev/null` called /dev/null a cache with an old schema. (Read-only: /dev/null is
+// never opened for writing here, even should this regress; the folder stands for the writing commands.)
 TEST(CliRefusals, CacheCommandsRefuseWhatIsNotARegularFile) {
-  for (const char* action : {"stats", "clear", "vacuum"}) {
-    CliRun r = run_cli(std::string("cache ") + action + " /dev/null");
-    EXPECT_EQ(r.exit_code, 1) << action;
-    EXPECT_NE(r.err.find("/dev/null is not a regular file"), std::string::npos) << r.err;
+  const std::string folder = fresh_path("cache-folder");
+  ASSERT_EQ(::mkdir(folder.c_str(), 0700), 0);
+  for (const std::string& cmd : {std::string("stats /dev/null"), "stats " + quoted(folder), "clear " + quoted(folder),
+                                 "vacuum " + quoted(folder)}) {
+    CliRun r = run_cli("cache " + cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find(" is not a regular file"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("old schema"), std::string::npos) << r.err;
   }
+  ::rmdir(folder.c_str());
 }
 
 // `quantize -o` renamed over whatever the path was (as root it replaced /dev/full).
@@ -97,7 +102,8 @@ TEST(CliRefusals, QuantizeReplacesNothingButARegularFile) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   ASSERT_EQ(::mkdir(folder.c_str(), 0700), 0);
   ASSERT_EQ(::symlink(fifo.c_str(), link.c_str()), 0);
-  for (const std::string& out : {fifo, folder, link, std::string("/dev/null")}) {
+  // Not /dev/null or /dev/full: should this regress, the test must not replace a device.
+  for (const std::string& out : {fifo, folder, link}) {
     CliRun r = run_cli("quantize --interleave -m " + quoted(q4) + " -o " + quoted(out));
     EXPECT_EQ(r.exit_code, 1) << out;
     EXPECT_NE(r.err.find("exists and is not a regular file; it is never replaced"), std::string::npos) << r.err;
@@ -106,7 +112,6 @@ TEST(CliRefusals, QuantizeReplacesNothingButARegularFile) {
   struct stat st;
   EXPECT_TRUE(::stat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
   EXPECT_TRUE(::lstat(link.c_str(), &st) == 0 && S_ISLNK(st.st_mode));
-  EXPECT_TRUE(::stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
 
   // A leftover temporary file is neither written through nor removed.
   const std::string out = fresh_path("refusals-out.gguf");
