@@ -30,7 +30,7 @@ lmrt_status guarded(Body&& body, Report&& report) {
     return to_c(s.code());
   } catch (const std::bad_alloc&) {
     try {
-      report("out of memory");
+      report("a memory allocation failed");  // follows the status text "out of memory"
     } catch (...) {
     }
     return LMRT_ERR_OUT_OF_MEMORY;

@@ -5,6 +5,7 @@
 #include "runtime/generate/beam_search.h"
 #include "runtime/generate/cached_generation.h"
 #include "runtime/sampling/chain_from_params.h"
+#include "runtime/util/utf8.h"
 
 using lmrt::Code;
 using lmrt::Status;
@@ -170,6 +171,9 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         for (size_t i = 0; i < req.n_stop; ++i) {
           if (req.stop[i] == nullptr)
             return lmrt::Error(Code::invalid_argument, "stop[" + std::to_string(i) + "] is NULL");
+          // A stop string is matched against valid UTF-8 output, so an invalid one could never match.
+          const Status valid = lmrt::validate_utf8(req.stop[i]);
+          if (!valid.ok()) return lmrt::Error(valid.code(), "stop[" + std::to_string(i) + "]: " + valid.message());
           r.stop.emplace_back(req.stop[i]);
         }
         if (req.logprobs < -1 || req.logprobs > LMRT_MAX_TOP_LOGPROBS)

@@ -16,8 +16,8 @@
 #include "runtime/generate/generator.h"
 #include "runtime/generate/tokenizer_text_source.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/plugins/plugin_host.h"
 #include "runtime/sampling/builtin_samplers.h"
-#include "runtime/sampling/plugin_host.h"
 #include "runtime/sampling/sampler_chain.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 

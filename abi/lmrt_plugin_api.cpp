@@ -1,5 +1,6 @@
 // The extern "C" functions of the plugin block of lmrt.h: a plugin host handle over
-// lmrt::PluginHost. Like lmrt_api.cpp, nothing thrown here or below crosses into the caller.
+// lmrt::PluginHost. Like the other abi/*_api.cpp files (through api_support.h's guarded), nothing thrown here or below
+// crosses into the caller.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -14,8 +15,8 @@
 #include "abi/handles.h"
 #include "lmrt/lmrt.h"
 #include "lmrt/lmrt_plugin.h"
+#include "runtime/plugins/plugin_host.h"
 #include "runtime/sampling/builtin_samplers.h"
-#include "runtime/sampling/plugin_host.h"
 
 using lmrt::Code;
 using lmrt::Status;

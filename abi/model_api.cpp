@@ -168,8 +168,11 @@ lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text
         if ((text == nullptr && text_len != 0) || n_tokens == nullptr || (tokens == nullptr && capacity != 0))
           return lmrt::Error(Code::invalid_argument, "text, tokens or n_tokens is NULL");
         std::vector<int32_t> out;
-        LMRT_RETURN_IF_ERROR(model->tokenizer->tokenize(std::string_view(text != nullptr ? text : "", text_len),
-                                                        (flags & LMRT_TOKENIZE_ADD_BOS) != 0,
+        // (size_t)-1: NUL-terminated, as for lmrt_generate_request.prompt_len.
+        const std::string_view view = text == nullptr                       ? std::string_view()
+                                      : text_len == static_cast<size_t>(-1) ? std::string_view(text)
+                                                                            : std::string_view(text, text_len);
+        LMRT_RETURN_IF_ERROR(model->tokenizer->tokenize(view, (flags & LMRT_TOKENIZE_ADD_BOS) != 0,
                                                         (flags & LMRT_TOKENIZE_PARSE_SPECIAL) != 0, &out));
         *n_tokens = out.size();
         if (out.size() > capacity)

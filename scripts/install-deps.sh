@@ -9,6 +9,7 @@ packages=(
   libmicrohttpd-dev nlohmann-json3-dev  # examples/server
   abigail-tools                          # scripts/check-abi.sh
   golang-go python3                      # examples/go, tests/server
+  clang libclang-rt-14-dev               # scripts/fuzz.sh (libFuzzer)
 )
 # The AArch64 cross test (scripts/cross-test-aarch64.sh) installs its own packages: it must first add
 # the arm64 architecture to dpkg, which this script leaves alone.

@@ -6,7 +6,7 @@
 // xsimd code each copy instantiates is specialised on that file's architecture. Horizontal sums and
 // maxima go through a small array instead of xsimd's reducers because the AVX-512 reducer calls the
 // AVX2 one, and that instantiation would be shared, at link time, with the AVX2 file's
-// (tests/unit/isa_isolation_test.cpp checks that no two ISA files share a weak symbol).
+// (tests/isa/no_shared_weak_symbols.sh checks that no two ISA files share a weak symbol).
 #pragma once
 
 #include <cmath>

@@ -41,7 +41,7 @@ lmrt_model* open_model(const std::string& path);
 // Prints "lmrt: <what>: <message>" to stderr.
 void print_error(const std::string& what, const std::string& message);
 
-// JSON string literal of UTF-8 text (control characters escaped).
+// JSON string literal of text (control characters escaped, invalid UTF-8 replaced by U+FFFD).
 std::string json_string(const std::string& s);
 
 }  // namespace cli

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "runtime/model/synthetic_model.h"
+#include "tools/synthetic_model.h"
 
 namespace {
 

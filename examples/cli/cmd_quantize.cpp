@@ -1,11 +1,11 @@
 // `lmrt quantize --interleave -m MODEL -o FILE`: rewrites a model's Q4_0 matrices as lmrt's interleaved
-// Q4_0x16 (runtime/model/interleave_file.h), the layout the x86 decode kernels stream fastest.
+// Q4_0x16 (tools/interleave_file.h), the layout the x86 decode kernels stream fastest.
 #include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "cli_common.h"
-#include "runtime/model/interleave_file.h"
+#include "tools/interleave_file.h"
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "runtime/sampling/sampler_spec.h"
 
 namespace {
 
@@ -36,13 +37,16 @@ std::string ids_json(const int32_t* ids, size_t n) {
   return out + "]";
 }
 
-// {"token":..,"text":..,"logprob":..}; the text of a byte token may be part of a character, so it
-// is escaped byte-wise by json_string.
+// {"token":..,"text":..,"bytes":[..],"logprob":..}; the piece of a byte-fallback token may be part of a
+// character, which "text" shows as U+FFFD, so "bytes" gives the piece exactly (as OpenAI's logprobs do).
 std::string logprob_json(lmrt_model* model, const lmrt_logprob& lp) {
   char num[32];
   std::snprintf(num, sizeof num, "%.6g", lp.logprob);
-  return "{\"token\":" + std::to_string(lp.token) + ",\"text\":" + cli::json_string(piece_of(model, lp.token)) +
-         ",\"logprob\":" + num + "}";
+  const std::string piece = piece_of(model, lp.token);
+  std::string bytes = "[";
+  for (unsigned char c : piece) bytes += (bytes.size() > 1 ? "," : "") + std::to_string(c);
+  return "{\"token\":" + std::to_string(lp.token) + ",\"text\":" + cli::json_string(piece) + ",\"bytes\":" + bytes +
+         "],\"logprob\":" + num + "}";
 }
 
 std::string result_json(lmrt_model* model, const lmrt_generate_result& res) {
@@ -86,14 +90,9 @@ std::string result_json(lmrt_model* model, const lmrt_generate_result& res) {
   return out + "}";
 }
 
-bool parse_float(const std::string& text, float* out) {
-  char* end = nullptr;
-  errno = 0;
-  const float v = std::strtof(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0) return false;
-  *out = v;
-  return true;
-}
+// The spec parser's number syntax (runtime/sampling/sampler_spec.h), so "--top-p X" and "top_p(X)"
+// accept the same texts; the ranges are checked by the library when it builds the chain.
+bool parse_float(const std::string& text, float* out) { return lmrt::parse_float_text(text, out); }
 
 // Fills the sampling, stop, logprob, beam and context-shift fields from the options; prints the
 // error and returns false for a bad value.
@@ -112,7 +111,9 @@ bool apply_sampling_options(const cli::Args& args, lmrt_generate_request* req, s
                 {"length-penalty", &req->length_penalty}};
   for (const FloatOpt& f : floats)
     if (args.has(f.name) && !parse_float(args.get(f.name), f.field)) {
-      cli::print_error("run", std::string("--") + f.name + " needs a number");
+      cli::print_error("run", std::string("--") + f.name +
+                                  " needs a decimal number a float can hold (or inf, -inf), got '" + args.get(f.name) +
+                                  "'");
       return false;
     }
   long long v = 0;
@@ -139,11 +140,13 @@ bool apply_sampling_options(const cli::Args& args, lmrt_generate_request* req, s
     if (n == "keep") req->n_keep = static_cast<uint32_t>(v);
   }
   if (args.has("seed")) {
+    // strtoull alone would turn an overflow into ULLONG_MAX (LMRT_SEED_RANDOM) and accept "-1".
     char* end = nullptr;
     const std::string s = args.get("seed");
+    errno = 0;
     req->seed = std::strtoull(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0') {
-      cli::print_error("run", "--seed needs a whole number");
+    if (s.empty() || s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || req->seed == LMRT_SEED_RANDOM) {
+      cli::print_error("run", "--seed needs a whole number from 0 to 18446744073709551614, got '" + s + "'");
       return false;
     }
   }

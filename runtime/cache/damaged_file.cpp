@@ -11,6 +11,8 @@
 #include <ctime>
 #include <thread>
 
+#include "runtime/cache/cache_schema.h"
+
 namespace lmrt {
 
 namespace {
@@ -59,6 +61,22 @@ class FolderLock {
 };
 
 }  // namespace
+
+bool has_own_cache_header(const std::string& path) {
+  // https://www.sqlite.org/fileformat.html: the 16-byte magic, then the application id big-endian
+  // at offset 68 of the 100-byte header.
+  unsigned char head[72];
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st;
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const ssize_t n = regular ? ::pread(fd, head, sizeof head, 0) : -1;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof head) || std::memcmp(head, "SQLite format 3", 16) != 0) return false;
+  const uint32_t app_id =
+      (uint32_t{head[68]} << 24) | (uint32_t{head[69]} << 16) | (uint32_t{head[70]} << 8) | head[71];
+  return app_id == static_cast<uint32_t>(cache_schema::kApplicationId);
+}
 
 FileIdentity identify_file(const std::string& path) {
   struct stat st;

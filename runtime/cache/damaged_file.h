@@ -20,6 +20,11 @@ struct FileIdentity {
 
 FileIdentity identify_file(const std::string& path);
 
+// True when the file at `path` starts with an SQLite header that carries lmrt's application id
+// (cache_schema::kApplicationId at byte 68): only such a file may be set aside as a damaged cache.
+// Anything else (a model, a text file, another program's database) is never moved.
+bool has_own_cache_header(const std::string& path);
+
 // Renames `path` to "<path>.damaged-YYYYMMDD-HHMMSS" (with "-N" appended when that name is taken)
 // and its "-wal" and "-journal" companions alongside it; removes its "-shm" (derived state).
 // Holds an exclusive flock on the folder while doing so, and does nothing when the file there is

@@ -1,5 +1,6 @@
 #include "runtime/cache/response_cache.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -156,6 +157,10 @@ Status ResponseCache::open_connection(bool read_only, bool immutable, Problem* p
                                           std::to_string(cache_schema::kCurrentVersion) + ")");
     case cache_schema::Verdict::needs_migration:
       *problem = Problem::other;
+      if (version == 0)  // an empty file or one SQLite sees as empty: not a cache yet
+        return Error(Code::cache, "cache file " + path_ +
+                                      " is empty (no lmrt cache yet) and is opened read-only, so "
+                                      "it cannot be set up");
       return Error(Code::cache, "cache file " + path_ + " has an old schema (version " + std::to_string(version) +
                                     ") and is read-only, so it cannot be upgraded");
     case cache_schema::Verdict::damaged:
@@ -198,6 +203,10 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
   if (path.empty()) return Error(Code::invalid_argument, "cache path is empty");
   if (params.busy_timeout_ms < 0) return Error(Code::invalid_argument, "cache busy_timeout_ms is negative");
   if (params.ttl_seconds < 0) return Error(Code::invalid_argument, "cache ttl_seconds is negative");
+  // A device, FIFO or folder is never a cache: SQLite would read /dev/null as an empty database.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error(Code::cache, path + " is not a regular file, so it cannot be a response cache");
   std::unique_ptr<ResponseCache> cache(new (std::nothrow) ResponseCache(path, params));
   if (cache == nullptr) return Error(Code::out_of_memory, "allocating the response cache");
 
@@ -241,6 +250,10 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
     // "read-only", which SQLite reports for a file moved under it) was about the old file.
     if (!(identify_file(path) == examined)) continue;
     if (problem != Problem::damaged) return s;
+    if (!has_own_cache_header(path)) {
+      return Error(Code::cache, path + " is not an lmrt cache (" + s.message() +
+                                    "); leaving it alone: give the path of a cache file or a new one");
+    }
     if (read_only || cache->read_only_) {
       return Error(Code::cache, s.message() + "; the cache is read-only so the file cannot be set aside");
     }

@@ -78,6 +78,16 @@ Status beam_search(Context& ctx, const SpmTokenizer& tok, const BeamSearchReques
   if (prompt.size() > ctx.n_ctx())
     return Error(Code::context_full, "the prompt has " + std::to_string(prompt.size()) +
                                          " tokens but the context holds only " + std::to_string(ctx.n_ctx()));
+  // The beams share the arena: each step after the first takes one slot per beam. A context without
+  // room for one such step would end every beam after one token; say so instead.
+  const size_t free_after_prompt = ctx.n_ctx() - prompt.size();
+  if (req.base.max_tokens > 1 && free_after_prompt < k)
+    return Error(Code::context_full, std::to_string(k) + " beams need at least " + std::to_string(k) +
+                                         " free context slots after the " + std::to_string(prompt.size()) +
+                                         "-token prompt to grow past one token, and the context (n_ctx " +
+                                         std::to_string(ctx.n_ctx()) + ") has " + std::to_string(free_after_prompt) +
+                                         "; raise n_ctx (each further token takes up to " + std::to_string(k) +
+                                         " slots) or use fewer beams");
   r.prompt_tokens = static_cast<uint32_t>(prompt.size());
   const auto t_prefill = Clock::now();
   LMRT_RETURN_IF_ERROR(prefill_prompt(ctx, prompt, &r.reused_tokens));

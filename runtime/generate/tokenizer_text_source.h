@@ -1,7 +1,7 @@
 // The tokenizer as plugins see token text (lmrt_host_api::token_text).
 #pragma once
 
-#include "runtime/sampling/plugin_vocab.h"
+#include "runtime/plugins/plugin_vocab.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 
 namespace lmrt {

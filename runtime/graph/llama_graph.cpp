@@ -196,6 +196,18 @@ void LlamaGraph::attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, u
   const LlamaHparams& hp = model_.hparams();
   const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
   const size_t q0 = static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(kvh) * group * hd;
+  if (!grouped_attention(kv)) {
+    // No grouped kernel: each query head as attention() runs it, so both decode paths give the same bits.
+    const auto* keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0));
+    const auto* values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (size_t q = q0; q < q0 + static_cast<size_t>(group) * hd; q += hd) {
+      k_->scores_f16(q_.data() + q, keys, hd, n_visible, hd, scale, scratch);
+      k_->softmax(scratch, n_visible);
+      k_->weighted_sum_f16(att_out_.data() + q, scratch, values, hd, n_visible, hd);
+    }
+    return;
+  }
   k_->attend_heads_f16(q_.data() + q0, group, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)),
                        reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), n_visible, hd,
                        1.0f / std::sqrt(static_cast<float>(hd)), scratch, att_out_.data() + q0);
@@ -215,7 +227,11 @@ void LlamaGraph::rope(float* vec, uint32_t head0, uint32_t head1, uint32_t pos) 
 }
 
 bool LlamaGraph::heads_per_thread(const GraphBatch& batch, const KvArena& kv, size_t n_threads) const {
-  return batch.n == 1 && batch.views == nullptr && grouped_attention(kv) && model_.hparams().n_head_kv % n_threads == 0;
+  // F16 keys and values (attend_kv_head, with or without the grouped kernel) and heads in whole 16-row
+  // groups, shared evenly by the threads.
+  const LlamaHparams& hp = model_.hparams();
+  return batch.n == 1 && batch.views == nullptr && kv.type() == KvType::f16 && hp.head_dim % 16 == 0 &&
+         hp.n_head_kv % n_threads == 0;
 }
 
 void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batch, KvArena& kv, ThreadPool& pool,

@@ -125,8 +125,9 @@ class LlamaGraph {
               const NextDispatch& next);
   // Turns heads [head0, head1) of the row at vec (head_dim floats each) to position pos.
   void rope(float* vec, uint32_t head0, uint32_t head1, uint32_t pos) const;
-  // Whether attention_block_by_heads() runs this batch: one token without views, attention by KV head,
-  // and n_threads dividing the KV heads (so every thread gets the same work).
+  // Whether attention_block_by_heads() runs this batch: one token without views, F16 keys and values
+  // with heads in whole 16-row groups, and n_threads dividing the KV heads (so every thread gets the
+  // same work).
   bool heads_per_thread(const GraphBatch& batch, const KvArena& kv, size_t n_threads) const;
   // Decode's Q, K, V, RoPE, KV store and attention of one layer in one dispatch: each thread takes whole
   // KV heads with their query heads, computes their rows of Q, K and V, stores its heads' keys and

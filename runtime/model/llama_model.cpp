@@ -1,5 +1,7 @@
 #include "runtime/model/llama_model.h"
 
+#include <algorithm>
+
 #include "formats/dequantize.h"
 
 namespace lmrt {
@@ -36,10 +38,14 @@ Status LlamaModel::load(std::unique_ptr<GgufFile> gguf, std::unique_ptr<LlamaMod
 Status LlamaModel::weight(const std::string& name, uint64_t n_cols, uint64_t n_rows, WeightView* out) const {
   const GgufTensorInfo* t = gguf_->find_tensor(name);
   if (t == nullptr) return Error(Code::bad_format, "model lacks tensor '" + name + "'");
-  if (t->n_dims > 2 || t->ne[0] != n_cols || t->ne[1] != n_rows)
-    return Error(Code::bad_format, "tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) + ", " +
-                                       std::to_string(t->ne[1]) + "], expected [" + std::to_string(n_cols) + ", " +
+  if (t->n_dims > 2 || t->ne[0] != n_cols || t->ne[1] != n_rows) {
+    // Every dimension the file gives, so a 3-D [128, 64, 1] is not shown as the [128, 64] it should be.
+    std::string shape;
+    for (uint32_t d = 0; d < std::max<uint32_t>(t->n_dims, 2); ++d) shape += (d ? ", " : "") + std::to_string(t->ne[d]);
+    return Error(Code::bad_format, "tensor '" + name + "' has shape [" + shape + "] (" + std::to_string(t->n_dims) +
+                                       " dimensions), expected [" + std::to_string(n_cols) + ", " +
                                        std::to_string(n_rows) + "]");
+  }
   out->type = t->type;
   out->data = t->data;
   out->n_cols = n_cols;
@@ -64,7 +70,12 @@ Status LlamaModel::norm(const std::string& name, const float** out) {
 Status LlamaModel::init() {
   const GgufFile& g = *gguf_;
   auto arch = g.get_string("general.architecture");
-  if (!arch) return Error(Code::bad_format, "model metadata lacks 'general.architecture'");
+  if (!arch) {
+    const GgufValue* v = g.find("general.architecture");
+    return Error(Code::bad_format, v == nullptr ? std::string("model metadata lacks 'general.architecture'")
+                                                : std::string("model metadata 'general.architecture' has type ") +
+                                                      gguf_value_type_name(v->type) + "; it must be a string");
+  }
   if (*arch != "llama")
     return Error(Code::unsupported, "architecture '" + std::string(*arch) + "' is not supported (only 'llama')");
 

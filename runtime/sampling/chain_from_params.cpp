@@ -1,5 +1,9 @@
 #include "runtime/sampling/chain_from_params.h"
 
+#include <cmath>
+
+#include "runtime/sampling/sampler_spec.h"
+
 namespace lmrt {
 
 Status make_chain_from_params(const SamplingParams& p, uint64_t seed, std::unique_ptr<SamplerChain>* out) {
@@ -9,6 +13,13 @@ Status make_chain_from_params(const SamplingParams& p, uint64_t seed, std::uniqu
     chain.push_back(std::move(made));
     return Status::Ok();
   };
+  // Every field is range-checked, also one that switches its sampler off or is unused by greedy, by
+  // the checks the spec parser's samplers use: a NaN or out-of-range value is an error, never "off".
+  LMRT_RETURN_IF_ERROR(
+      check_float_param("temperature", "t", p.temperature, FloatRange{-INFINITY, INFINITY, false, false}));
+  LMRT_RETURN_IF_ERROR(check_float_param("top_p", "p", p.top_p, FloatRange{0.0, 1.0}));
+  LMRT_RETURN_IF_ERROR(check_float_param("min_p", "p", p.min_p, FloatRange{0.0, 1.0}));
+  LMRT_RETURN_IF_ERROR(check_float_param("typical", "p", p.typical_p, FloatRange{0.0, 1.0}));
   std::unique_ptr<Sampler> s;
   if (!p.logit_bias.empty()) LMRT_RETURN_IF_ERROR(add(make_logit_bias_sampler(p.logit_bias, &s), s));
   const PenaltyParams& pen = p.penalties;

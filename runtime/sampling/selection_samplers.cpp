@@ -1,4 +1,5 @@
 // greedy and dist: the samplers that select the token and so end a chain.
+#include <cmath>
 #include <memory>
 
 #include "runtime/sampling/builtin_samplers.h"
@@ -14,7 +15,11 @@ class GreedySampler final : public Sampler {
   bool always_selects() const override { return true; }
   Status apply(CandidateArray& c, Rng&) override {
     if (c.size == 0) return Error(Code::invalid_argument, "greedy: no candidates");
-    c.selected = static_cast<int32_t>(argmax_candidate(c));
+    const size_t best = argmax_candidate(c);
+    // Every token banned (logit_bias -inf, a grammar...): there is nothing to choose, as dist finds.
+    if (c.data[best].logit == -INFINITY)
+      return Error(Code::invalid_argument, "every candidate token is excluded (all logits are -inf)");
+    c.selected = static_cast<int32_t>(best);
     return Status::Ok();
   }
   Status clone(std::unique_ptr<Sampler>* out) const override {

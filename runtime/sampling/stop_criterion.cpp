@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "runtime/sampling/plugin_config.h"
+#include "runtime/plugins/plugin_config.h"
 #include "runtime/sampling/sampler_spec.h"
 
 namespace lmrt {

@@ -1,6 +1,6 @@
 // StopCriterion: decides, after each generated token, whether generation stops, goes on, or goes on
 // while holding back the tail of the text (because it may still turn into a stop). Stop criteria
-// from plugins implement it (plugin_stop.h); the generator owns one instance per request.
+// from plugins implement it (runtime/plugins/plugin_stop.h); the generator owns one instance per request.
 //
 // StopCriterionRegistry: names a request may use (e.g. `regex(pattern="\n\n")`), each mapped to a
 // factory that builds a criterion from its configuration text. An ordinary object, no global table:

@@ -1,5 +1,6 @@
 #include "runtime/tokenizer/vocab.h"
 
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -143,6 +144,9 @@ Status Vocab::from_gguf(const GgufFile& gguf, Vocab* out) {
     for (const GgufValue& item : scores->items) {
       std::optional<double> f = item.as_float();
       if (!f) return Error(Code::bad_format, "tokenizer.ggml.scores holds a non-numeric value");
+      // A NaN score makes every comparison of merges false, so the tokenization would depend on order.
+      if (std::isnan(*f))
+        return Error(Code::bad_format, "tokenizer.ggml.scores[" + std::to_string(v.scores.size()) + "] is NaN");
       v.scores.push_back(static_cast<float>(*f));
     }
   } else {

@@ -29,7 +29,9 @@ Status io_error(const std::string& what, const std::string& path) {
 
 Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<MappedFile>* out) {
   if (path.empty()) return Error(Code::invalid_argument, "model path is empty");
-  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; it changes
+  // nothing for the regular files accepted below.
+  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (fd.fd < 0) return io_error("cannot open", path);
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0) return io_error("cannot stat", path);

@@ -6,37 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "c_api_fixture.h"
 #include "runtime/util/utf8.h"
 #include "test_support.h"
 
 namespace {
 
-struct ModelCloser {
-  void operator()(lmrt_model* m) const { lmrt_model_close(m); }
-};
-struct ContextFreer {
-  void operator()(lmrt_context* c) const { lmrt_context_free(c); }
-};
-using ModelPtr = std::unique_ptr<lmrt_model, ModelCloser>;
-using ContextPtr = std::unique_ptr<lmrt_context, ContextFreer>;
+using lmrt::test::ContextPtr;
+using lmrt::test::ModelPtr;
 
-ModelPtr open(const std::string& name) {
-  lmrt_model* m = nullptr;
-  char err[512] = {0};
-  const lmrt_status s = lmrt_model_open(lmrt::test::model_path(name).c_str(), nullptr, &m, err, sizeof err);
-  EXPECT_EQ(s, LMRT_OK) << err;
-  return ModelPtr(m);
-}
+ModelPtr open(const std::string& name) { return lmrt::test::open_shared_model(name); }
 
 ContextPtr context(lmrt_model* m, uint32_t n_ctx, uint32_t threads = 2) {
-  lmrt_context_params p;
-  lmrt_context_params_init(&p);
-  p.n_ctx = n_ctx;
-  p.n_threads = threads;
-  lmrt_context* c = nullptr;
-  char err[512] = {0};
-  EXPECT_EQ(lmrt_context_create(m, &p, &c, err, sizeof err), LMRT_OK) << err;
-  return ContextPtr(c);
+  return lmrt::test::make_context(m, n_ctx, threads);
 }
 
 struct Collected {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "c_api_fixture.h"
 #include "test_support.h"
 
 namespace {
@@ -33,15 +34,11 @@ std::string fresh_path(const std::string& name) {
 }
 
 void setup(Env* e, const std::string& cache_path) {
+  e->model = lmrt::test::open_shared_model("stories260K.gguf").release();
+  ASSERT_NE(e->model, nullptr);
+  e->ctx = lmrt::test::make_context(e->model, 512).release();
+  ASSERT_NE(e->ctx, nullptr);
   char err[512] = {0};
-  ASSERT_EQ(lmrt_model_open(lmrt::test::model_path("stories260K.gguf").c_str(), nullptr, &e->model, err, sizeof err),
-            LMRT_OK)
-      << err;
-  lmrt_context_params cp;
-  lmrt_context_params_init(&cp);
-  cp.n_ctx = 512;
-  cp.n_threads = 2;
-  ASSERT_EQ(lmrt_context_create(e->model, &cp, &e->ctx, err, sizeof err), LMRT_OK) << err;
   lmrt_cache_params p;
   lmrt_cache_params_init(&p);
   p.on_warning = on_warning;
@@ -168,8 +165,12 @@ TEST(CacheGeneration, PersistsAcrossHandlesAndDamageNeverBreaksGeneration) {
     EXPECT_EQ(r.cache_hit, 1u);
     EXPECT_EQ(std::string(r.text, r.text_len), text);
   }
-  {  // Garbage over the file: set aside with a warning; generation runs and is stored afresh.
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << std::string(5000, '\x5a');
+  {  // Garbage over all but SQLite's header (lmrt's application id): set aside with a warning;
+     // generation runs and is stored afresh.
+    std::string bytes = lmrt::test::read_file(path);
+    ASSERT_GT(bytes.size(), 100u);
+    bytes.replace(100, std::string::npos, std::string(5000, '\x5a'));
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
     ::unlink((path + "-wal").c_str());
     ::unlink((path + "-shm").c_str());
     Env e;

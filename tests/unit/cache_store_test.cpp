@@ -422,17 +422,75 @@ void expect_set_aside_and_fresh(const TempDir& dir, const std::string& original_
   EXPECT_TRUE(has(c.cache.get(), 7));
 }
 
-TEST(CacheStore, GarbageFileIsSetAsideAndANewCacheStarts) {
+TEST(CacheStore, DamagedPagesBehindOurHeaderAreSetAsideAndANewCacheStarts) {
   TempDir dir;
-  std::string garbage(70000, '\0');
-  for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 2654435761u) >> 13);
-  write_bytes(dir.file("cache.db"), garbage);
+  const std::string path = dir.file("cache.db");
+  fill(path, 20, 100);
+  std::string bytes = read_bytes(path);
+  ASSERT_GT(bytes.size(), 4096u);
+  // Everything after SQLite's 100-byte header (which names lmrt's application id) is garbage.
+  for (size_t i = 100; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  write_bytes(path, bytes);
   // A stale WAL beside it must not leak into the new cache (SQLite discards an invalid one itself).
   write_bytes(dir.file("cache.db-wal"), "stale wal");
   Opened c;
-  open_ok(dir.file("cache.db"), {}, &c);
-  expect_set_aside_and_fresh(dir, garbage, c);
+  open_ok(path, {}, &c);
+  expect_set_aside_and_fresh(dir, bytes, c);
   EXPECT_NE(read_bytes(dir.file("cache.db-wal")), "stale wal");
+}
+
+// Issue 19: `--cache FILE` pointed at a model moved the model aside and wrote a database in its place.
+TEST(CacheStore, AFileThatIsNotAnLmrtCacheIsNeverMovedOrReplaced) {
+  std::string garbage(70000, '\0');
+  for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 2654435761u) >> 13);
+  const std::string model = test::read_file(test::model_path("stories260K.gguf"));
+  ASSERT_EQ(model.substr(0, 4), "GGUF");
+  std::string sqlite_header_only("SQLite format 3\0", 16);  // the magic without lmrt's application id
+  sqlite_header_only += std::string(200, '\x01');
+  for (const std::string* bytes : std::initializer_list<const std::string*>{&garbage, &model, &sqlite_header_only}) {
+    TempDir dir;
+    const std::string path = dir.file("cache.db");
+    write_bytes(path, *bytes);
+    std::unique_ptr<ResponseCache> cache;
+    Status s = ResponseCache::open(path, {}, &cache);
+    EXPECT_EQ(s.code(), Code::cache) << s.message();
+    EXPECT_NE(s.message().find("is not an lmrt cache"), std::string::npos) << s.message();
+    EXPECT_TRUE(read_bytes(path) == *bytes) << "the file was changed";
+    EXPECT_TRUE(dir.list("cache.db.damaged-").empty());
+  }
+}
+
+TEST(CacheStore, APathThatIsNotARegularFileIsRefused) {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, dir.file(""), std::string("/dev/null")}) {
+    // /dev/null only read-only: should this regress, SQLite must not leave a journal beside it.
+    for (bool read_only : {false, true}) {
+      if (path == "/dev/null" && !read_only) continue;
+      ResponseCacheParams params;
+      params.read_only = read_only;
+      std::unique_ptr<ResponseCache> cache;
+      Status s = ResponseCache::open(path, params, &cache);
+      EXPECT_EQ(s.code(), Code::cache) << path;
+      EXPECT_NE(s.message().find("is not a regular file"), std::string::npos) << s.message();
+    }
+  }
+  EXPECT_EQ(dir.list().size(), 1u);  // the FIFO alone: nothing set aside or created
+}
+
+// Issue 19: an empty file opened read-only was reported as "an old schema".
+TEST(CacheStore, AnEmptyFileOpenedReadOnlyIsCalledEmpty) {
+  TempDir dir;
+  const std::string path = dir.file("cache.db");
+  write_bytes(path, "");
+  ResponseCacheParams params;
+  params.read_only = true;
+  std::unique_ptr<ResponseCache> cache;
+  Status s = ResponseCache::open(path, params, &cache);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("is empty (no lmrt cache yet)"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("old schema"), std::string::npos) << s.message();
 }
 
 TEST(CacheStore, TruncatedDatabaseIsSetAsideAndANewCacheStarts) {
@@ -810,7 +868,10 @@ TEST(CacheStore, FourProcessesWritingOneFileLoseNothing) {
 TEST(CacheStore, ProcessesOpeningOneDamagedFileAtOnceSetItAsideOnce) {
   TempDir dir;
   const std::string path = dir.file("cache.db");
-  write_bytes(path, std::string(50000, '\x5a'));
+  fill(path, 3);
+  std::string damaged = read_bytes(path);  // lmrt's SQLite header, then garbage
+  damaged.replace(100, std::string::npos, std::string(50000, '\x5a'));
+  write_bytes(path, damaged);
   constexpr int kProcesses = 4, kRequests = 10;
   int start[2];
   ASSERT_EQ(::pipe(start), 0);
@@ -845,7 +906,7 @@ TEST(CacheStore, ProcessesOpeningOneDamagedFileAtOnceSetItAsideOnce) {
   }
   const std::vector<std::string> aside = set_aside_files(dir);
   ASSERT_EQ(aside.size(), 1u);
-  EXPECT_EQ(read_bytes(dir.file(aside[0])), std::string(50000, '\x5a'));
+  EXPECT_EQ(read_bytes(dir.file(aside[0])), damaged);
   EXPECT_EQ(raw_sql(path, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(raw_sql(path, "SELECT count(*) FROM entries"), std::to_string(kProcesses * kRequests));
 }

@@ -7,32 +7,15 @@
 #include <sstream>
 #include <string>
 
+#include "cli_runner.h"
 #include "test_support.h"
 
 namespace {
 
-struct CliRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
+using lmrt::test::CliRun;
+using lmrt::test::run_cli;
 
-CliRun run_cli(const std::string& args) {
-  const std::string err_path = lmrt::test::write_temp_file("cli-stderr.txt", "");
-  const std::string cmd = std::string(LMRT_CLI_PATH) + " " + args + " 2>" + err_path;
-  CliRun r{-1, "", ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = lmrt::test::read_file(err_path);
-  return r;
-}
-
-std::string model(const std::string& name) { return "'" + lmrt::test::model_path(name) + "'"; }
+std::string model(const std::string& name) { return lmrt::test::quoted_model(name); }
 
 TEST(Cli, RunJsonReproducesTheStories260KReference) {
   CliRun r = run_cli("run -m " + model("stories260K.gguf") + " -p '' -n 256 -t 2 --json");

@@ -12,10 +12,10 @@
 
 #include "alloc_counter.h"
 #include "runtime/generate/context.h"
-#include "runtime/model/interleave_file.h"
 #include "runtime/model/llama_model.h"
-#include "runtime/model/synthetic_model.h"
 #include "test_support.h"
+#include "tools/interleave_file.h"
+#include "tools/synthetic_model.h"
 
 namespace lmrt {
 namespace {

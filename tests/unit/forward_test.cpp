@@ -163,7 +163,8 @@ TEST(TinyStories656K, GreedyMatchesFirst40ReferenceTokens) {
 // Decode with a thread count that divides the KV heads runs each thread's Q/K/V rows, RoPE, KV store and
 // attention in one dispatch (LlamaGraph::attention_block_by_heads); 3 threads do not divide the 4 KV
 // heads and take the shared dispatches. Both must give the same logits, bit for bit, at every step,
-// on every kernel table here (TinyStories-656K: head size 16, grouped queries).
+// on every kernel table here (TinyStories-656K: head size 16, grouped queries), with the grouped
+// attention kernel (AVX-512) and without it (per query head), so every ISA compares two paths.
 TEST(TinyStories656K, DecodeByHeadsMatchesSharedDispatches) {
   auto model = load_model("TinyStories-656K-Q8_0.gguf");
   ASSERT_TRUE(model);

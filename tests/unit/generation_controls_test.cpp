@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "c_api_fixture.h"
 #include "runtime/generate/context.h"
 #include "runtime/model/llama_model.h"
 #include "runtime/util/utf8.h"
@@ -27,13 +28,10 @@ struct Handles {
 };
 
 void open(Handles* h, const std::string& name, uint32_t n_ctx, uint32_t threads = 2) {
-  char err[512] = {0};
-  ASSERT_EQ(lmrt_model_open(lmrt::test::model_path(name).c_str(), nullptr, &h->model, err, sizeof err), LMRT_OK) << err;
-  lmrt_context_params p;
-  lmrt_context_params_init(&p);
-  p.n_ctx = n_ctx;
-  p.n_threads = threads;
-  ASSERT_EQ(lmrt_context_create(h->model, &p, &h->ctx, err, sizeof err), LMRT_OK) << err;
+  h->model = lmrt::test::open_shared_model(name).release();
+  ASSERT_NE(h->model, nullptr);
+  h->ctx = lmrt::test::make_context(h->model, n_ctx, threads).release();
+  ASSERT_NE(h->ctx, nullptr);
 }
 
 lmrt_generate_request request(const char* prompt, int32_t max_tokens) {

@@ -1,6 +1,6 @@
 // `lmrt quantize --interleave`: the Q4_0x16 layout functions and interleave_model_file, checked by
 // reading both files back with GgufFile and by running both models.
-#include "runtime/model/interleave_file.h"
+#include "tools/interleave_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -15,12 +15,12 @@
 
 #include "runtime/generate/context.h"
 #include "runtime/model/gguf_file.h"
-#include "runtime/model/gguf_writer.h"
 #include "runtime/model/llama_model.h"
 #include "formats/q4_0x16.h"
-#include "runtime/model/synthetic_model.h"
 #include "simd/kernels.h"
 #include "test_support.h"
+#include "tools/gguf_writer.h"
+#include "tools/synthetic_model.h"
 
 namespace lmrt {
 namespace {

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "c_api_fixture.h"
 #include "test_support.h"
 
 namespace {
@@ -23,16 +24,11 @@ struct Env {
 };
 
 void setup(Env* e) {
+  e->model = lmrt::test::open_shared_model("TinyStories-656K-Q8_0.gguf").release();
+  ASSERT_NE(e->model, nullptr);
+  e->ctx = lmrt::test::make_context(e->model, 256).release();
+  ASSERT_NE(e->ctx, nullptr);
   char err[512] = {0};
-  ASSERT_EQ(lmrt_model_open(lmrt::test::model_path("TinyStories-656K-Q8_0.gguf").c_str(), nullptr, &e->model, err,
-                            sizeof err),
-            LMRT_OK)
-      << err;
-  lmrt_context_params cp;
-  lmrt_context_params_init(&cp);
-  cp.n_ctx = 256;
-  cp.n_threads = 2;
-  ASSERT_EQ(lmrt_context_create(e->model, &cp, &e->ctx, err, sizeof err), LMRT_OK) << err;
   lmrt_plugin_host_params hp;
   lmrt_plugin_host_params_init(&hp);
   hp.allow_loading = 1;

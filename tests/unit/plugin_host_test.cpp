@@ -1,6 +1,6 @@
 // The plugin host: loading real shared objects (good and misbehaving fixtures), the errors each
 // failure gives, plugin samplers used through chain specs, lifetime, and concurrency.
-#include "runtime/sampling/plugin_host.h"
+#include "runtime/plugins/plugin_host.h"
 
 #include <cmath>
 #include <cstdlib>

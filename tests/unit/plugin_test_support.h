@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/sampling/plugin_host.h"
+#include "runtime/plugins/plugin_host.h"
 #include "runtime/sampling/sampler_chain.h"
 
 namespace lmrt::test {

@@ -1,17 +1,17 @@
 // Synthetic GGUF models: written by GgufWriter, read back through GgufFile and LlamaModel.
-#include "runtime/model/synthetic_model.h"
+#include "tools/synthetic_model.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
 
-#include "runtime/generate/context.h"
 #include "formats/dequantize.h"
+#include "runtime/generate/context.h"
 #include "runtime/model/gguf_file.h"
-#include "runtime/model/gguf_writer.h"
 #include "runtime/model/llama_model.h"
 #include "test_support.h"
+#include "tools/gguf_writer.h"
 
 namespace lmrt {
 namespace {

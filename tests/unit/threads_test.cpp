@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "c_api_fixture.h"
 #include "test_support.h"
 
 namespace {
@@ -17,21 +18,10 @@ namespace {
 constexpr int kThreads = 4;
 constexpr int kMaxTokens = 48;
 
-struct ModelCloser {
-  void operator()(lmrt_model* m) const { lmrt_model_close(m); }
-};
-struct ContextFreer {
-  void operator()(lmrt_context* c) const { lmrt_context_free(c); }
-};
-using ModelPtr = std::unique_ptr<lmrt_model, ModelCloser>;
-using ContextPtr = std::unique_ptr<lmrt_context, ContextFreer>;
+using lmrt::test::ContextPtr;
+using lmrt::test::ModelPtr;
 
-ModelPtr open_model(const std::string& name) {
-  lmrt_model* m = nullptr;
-  char err[512] = {0};
-  EXPECT_EQ(lmrt_model_open(lmrt::test::model_path(name).c_str(), nullptr, &m, err, sizeof err), LMRT_OK) << err;
-  return ModelPtr(m);
-}
+ModelPtr open_model(const std::string& name) { return lmrt::test::open_shared_model(name); }
 
 // What one greedy generation produced: the streamed text, the final text and the token ids.
 struct Run {

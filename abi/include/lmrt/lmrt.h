@@ -164,7 +164,8 @@ LMRT_API lmrt_status lmrt_model_tensor_types(const lmrt_model* model, uint32_t i
 #define LMRT_TOKENIZE_ADD_BOS 1u       /* prepend BOS when the vocabulary asks for it */
 #define LMRT_TOKENIZE_PARSE_SPECIAL 2u /* "<s>"-style control token texts become their ids */
 
-/* Tokenizes text[0, text_len) into tokens[0, capacity). text may be NULL when text_len is 0. Flag
+/* Tokenizes text[0, text_len) into tokens[0, capacity); text_len (size_t)-1 means text is
+ * NUL-terminated (as for lmrt_generate_request.prompt_len). text may be NULL when text_len is 0. Flag
  * bits other than LMRT_TOKENIZE_* are reserved (ignored; pass 0). *n_tokens receives the number of tokens;
  * when capacity is too small it receives the needed count and BUFFER_TOO_SMALL is returned (call
  * again with a bigger buffer; tokens may be NULL when capacity is 0).

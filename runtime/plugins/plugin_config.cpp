@@ -1,4 +1,4 @@
-#include "runtime/sampling/plugin_config.h"
+#include "runtime/plugins/plugin_config.h"
 
 namespace lmrt {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/sampling/plugin_host.h"
+#include "runtime/plugins/plugin_host.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -8,9 +8,9 @@
 #include <set>
 #include <utility>
 
+#include "runtime/plugins/plugin_sampler.h"
+#include "runtime/plugins/plugin_stop.h"
 #include "runtime/sampling/builtin_samplers.h"
-#include "runtime/sampling/plugin_sampler.h"
-#include "runtime/sampling/plugin_stop.h"
 
 namespace lmrt {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/model/synthetic_model.h"
+#include "tools/synthetic_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <iterator>
 #include <vector>
 
-#include "runtime/model/gguf_writer.h"
 #include "runtime/util/fp16.h"
+#include "tools/gguf_writer.h"
 
 namespace lmrt {
 

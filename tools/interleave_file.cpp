@@ -1,4 +1,4 @@
-#include "runtime/model/interleave_file.h"
+#include "tools/interleave_file.h"
 
 #include <sys/stat.h>
 
@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "runtime/model/gguf_file.h"
-#include "runtime/model/gguf_writer.h"
 #include "formats/q4_0x16.h"
 
 namespace lmrt {

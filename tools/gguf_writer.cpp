@@ -1,4 +1,8 @@
-#include "runtime/model/gguf_writer.h"
+#include "tools/gguf_writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -179,10 +183,28 @@ Status GgufWriter::write(const std::string& path, const FillFn& fill) const {
   }
   head.append((alignment_ - head.size() % alignment_) % alignment_, '\0');
 
+  // The rename may replace only a regular file (never /dev/full, a folder, a FIFO or what a
+  // symlink points at that is not a regular file).
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)))
+    return Error(Code::invalid_argument,
+                 "the output '" + path + "' exists and is not a regular file; it is never replaced");
   const std::string tmp = path + ".tmp";
+  // O_EXCL | O_NOFOLLOW: never write through, or later remove, a file that was already there.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      return Error(Code::io,
+                   "the temporary file '" + tmp +
+                       "' already exists (left by an interrupted write?); remove it or choose another output");
+    return io_error("cannot create", tmp);
+  }
   TempFileRemover remover{tmp};  // declared before the FILE so it runs after fclose
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
-  if (!f) return io_error("cannot create", tmp);
+  std::unique_ptr<std::FILE, FileCloser> f(::fdopen(fd, "wb"));
+  if (!f) {
+    ::close(fd);
+    return io_error("cannot create", tmp);
+  }
   if (std::fwrite(head.data(), 1, head.size(), f.get()) != head.size()) return io_error("cannot write", tmp);
   std::vector<uint8_t> buf;
   const std::vector<char> zeros(alignment_, 0);

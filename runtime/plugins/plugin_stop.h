@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/sampling/plugin_library.h"
-#include "runtime/sampling/plugin_vocab.h"
+#include "runtime/plugins/plugin_library.h"
+#include "runtime/plugins/plugin_vocab.h"
 #include "runtime/sampling/stop_criterion.h"
 
 namespace lmrt {

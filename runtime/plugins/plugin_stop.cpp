@@ -1,4 +1,4 @@
-#include "runtime/sampling/plugin_stop.h"
+#include "runtime/plugins/plugin_stop.h"
 
 #include <utility>
 

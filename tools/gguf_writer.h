@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model/gguf_file.h"
 #include "formats/tensor_type.h"
+#include "runtime/model/gguf_file.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
@@ -45,8 +45,9 @@ class GgufWriter {
   // Fills `data` (tensor_bytes(index) bytes) with tensor `index`'s contents.
   using FillFn = std::function<Status(size_t index, uint8_t* data, uint64_t bytes)>;
 
-  // Writes the file (through `path`.tmp, renamed on success and removed on failure). Errors: io,
-  // whatever fill returns, out_of_memory.
+  // Writes the file (through `path`.tmp, created afresh, renamed on success and removed on failure).
+  // Errors: invalid_argument when `path` exists and is not a regular file, io (also when `path`.tmp
+  // exists), whatever fill returns, out_of_memory.
   Status write(const std::string& path, const FillFn& fill) const;
 
  private:

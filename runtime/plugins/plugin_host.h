@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/sampling/plugin_library.h"
-#include "runtime/sampling/plugin_vocab.h"
+#include "runtime/plugins/plugin_library.h"
+#include "runtime/plugins/plugin_vocab.h"
 #include "runtime/sampling/sampler_registry.h"
 #include "runtime/sampling/stop_criterion.h"
 #include "runtime/util/status.h"

@@ -1,11 +1,11 @@
-#include "runtime/sampling/plugin_sampler.h"
+#include "runtime/plugins/plugin_sampler.h"
 
 #include <cmath>
 #include <cstddef>
 #include <utility>
 #include <vector>
 
-#include "runtime/sampling/plugin_config.h"
+#include "runtime/plugins/plugin_config.h"
 
 namespace lmrt {
 namespace {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/sampling/plugin_library.h"
-#include "runtime/sampling/plugin_vocab.h"
+#include "runtime/plugins/plugin_library.h"
+#include "runtime/plugins/plugin_vocab.h"
 #include "runtime/sampling/sampler.h"
 #include "runtime/sampling/sampler_registry.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/sampling/plugin_library.h"
+#include "runtime/plugins/plugin_library.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "runtime/sampling/plugin_vocab.h"
+#include "runtime/plugins/plugin_vocab.h"
 #include "runtime/sampling/rng.h"
 
 namespace lmrt {
