@@ -9,6 +9,7 @@
 
 #include "runtime/model/gguf_file.h"
 #include "formats/q4_0x16.h"
+#include "tools/gguf_writer.h"
 
 namespace lmrt {
 
