@@ -1,5 +1,7 @@
 #include "runtime/model/gguf_writer.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -180,6 +182,14 @@ Status GgufWriter::write(const std::string& path, const FillFn& fill) const {
   head.append((alignment_ - head.size() % alignment_) % alignment_, '\0');
 
   const std::string tmp = path + ".tmp";
+  // Only a regular file is ever replaced: renaming over a device, a FIFO or a directory's entry (or
+  // writing into one through the temporary name) would destroy something that is not a model.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error(Code::invalid_argument, "'" + path + "' exists and is not a regular file; refusing to replace it");
+  if (::lstat(tmp.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error(Code::invalid_argument,
+                 "the temporary file '" + tmp + "' exists and is not a regular file; refusing to write through it");
   TempFileRemover remover{tmp};  // declared before the FILE so it runs after fclose
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
   if (!f) return io_error("cannot create", tmp);

@@ -46,7 +46,8 @@ class GgufWriter {
   using FillFn = std::function<Status(size_t index, uint8_t* data, uint64_t bytes)>;
 
   // Writes the file (through `path`.tmp, renamed on success and removed on failure). Errors: io,
-  // whatever fill returns, out_of_memory.
+  // whatever fill returns, out_of_memory, invalid_argument (`path` or `path`.tmp exists and is not a
+  // regular file).
   Status write(const std::string& path, const FillFn& fill) const;
 
  private:

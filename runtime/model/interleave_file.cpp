@@ -10,6 +10,7 @@
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/gguf_writer.h"
 #include "runtime/model/q4_0x16.h"
+#include "runtime/util/same_file.h"
 
 namespace lmrt {
 
@@ -20,13 +21,6 @@ constexpr std::string_view kTokenEmbd = "token_embd.weight";
 
 bool converts(const GgufTensorInfo& t) {
   return t.type == TensorType::q4_0 && t.n_dims == 2 && t.ne[1] % kQ4_0x16Rows == 0 && t.name != kTokenEmbd;
-}
-
-// True when both paths exist and are the same file (also through a link or another spelling).
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {};
-  struct stat sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 }  // namespace

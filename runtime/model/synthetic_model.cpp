@@ -7,6 +7,7 @@
 #include <iterator>
 #include <vector>
 
+#include "formats/quantize.h"
 #include "runtime/model/gguf_writer.h"
 #include "runtime/util/fp16.h"
 
@@ -90,57 +91,8 @@ float gaussian(uint64_t& state) {
   return (sum / 65536.0f - 2.0f) * 1.7320508f;
 }
 
-// The reference Q4_0 quantizer: the scale maps the signed value of largest magnitude to -8.
-void quantize_q4_0_block(const float* x, BlockQ4_0* out) {
-  float amax = 0.0f, mx = 0.0f;
-  for (int j = 0; j < 32; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      mx = x[j];
-    }
-  }
-  const float d = mx / -8.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  out->d = f32_to_fp16(d);
-  for (int j = 0; j < 16; ++j) {
-    const int a = std::min(15, static_cast<int>(x[j] * id + 8.5f));
-    const int b = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
-    out->qs[j] = static_cast<uint8_t>(a | (b << 4));
-  }
-}
-
-void quantize_q8_0_block(const float* x, BlockQ8_0* out) {
-  float amax = 0.0f;
-  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  out->d = f32_to_fp16(d);
-  for (int j = 0; j < 32; ++j) out->qs[j] = static_cast<int8_t>(std::round(x[j] * id));
-}
-
-// Fills one row of `type` from n floats.
-void encode_row(const float* x, size_t n, TensorType type, uint8_t* out) {
-  switch (type) {
-    case TensorType::q4_0:
-      for (size_t b = 0; b < n / 32; ++b) quantize_q4_0_block(x + b * 32, reinterpret_cast<BlockQ4_0*>(out) + b);
-      break;
-    case TensorType::q8_0:
-      for (size_t b = 0; b < n / 32; ++b) quantize_q8_0_block(x + b * 32, reinterpret_cast<BlockQ8_0*>(out) + b);
-      break;
-    case TensorType::f16:
-      for (size_t i = 0; i < n; ++i) {
-        const uint16_t h = f32_to_fp16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
-      break;
-    case TensorType::bf16:
-    case TensorType::f32:
-      std::memcpy(out, x, n * sizeof(float));
-      break;
-    case TensorType::q4_0x16:  // not row-addressable: `lmrt quantize --interleave` makes it from Q4_0 files
-      break;
-  }
-}
+// Fills one row of `type` from n floats (every type synthesize_model accepts has a quantizer).
+void encode_row(const float* x, size_t n, TensorType type, uint8_t* out) { quantize_fn_for(type)(x, out, n); }
 
 struct TensorPlan {
   std::string name;
@@ -176,8 +128,10 @@ Status check_synthetic_shape(const SyntheticShape& s) {
 
 Status write_synthetic_model(const std::string& path, const SyntheticShape& s, const SyntheticOptions& opt) {
   LMRT_RETURN_IF_ERROR(check_synthetic_shape(s));
-  if (opt.weight_type == TensorType::bf16)
-    return Error(Code::invalid_argument, "BF16 synthetic weights are not supported");
+  const TensorType wt = opt.weight_type;
+  if (wt != TensorType::f32 && wt != TensorType::f16 && wt != TensorType::q4_0 && wt != TensorType::q8_0)
+    return Error(Code::invalid_argument, std::string(tensor_type_traits(wt).name) +
+                                             " synthetic weights are not supported (F32, F16, Q4_0, Q8_0)");
   Vocab vocab;
   try {
     LMRT_RETURN_IF_ERROR(load_vocab(opt.tokenizer_path, s.vocab, &vocab));
@@ -185,7 +139,6 @@ Status write_synthetic_model(const std::string& path, const SyntheticShape& s, c
     return Error(Code::out_of_memory, "cannot load the tokenizer");
   }
   const uint32_t hd = s.dim / s.heads, kvd = hd * s.kv_heads;
-  const TensorType wt = opt.weight_type;
 
   GgufWriter w;
   w.add_string("general.architecture", "llama");
