@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -27,6 +28,12 @@ constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 bool dropped_key(std::string_view key) {
   return key == kFileTypeKey || key == kQuantVersionKey || key == "split.no" || key == "split.count" ||
          key == "split.tensors.count";
+}
+
+bool all_finite(const float* x, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return false;
+  return true;
 }
 
 bool float_source(TensorType t) {
@@ -105,7 +112,7 @@ Status quantize_model_file(const std::string& in_path, const std::string& out_pa
       const QuantizeRowFn quantize = quantize_fn_for(to);
       // Rows are handed out in chunks of ~16K weights (llama.cpp's chunk size) so that threads balance.
       const uint64_t grain = n >= 16384 ? 1 : (16384 + n - 1) / n;
-      std::atomic<uint64_t> next{0};
+      std::atomic<uint64_t> next{0}, bad_row{n_rows};
       pool.run([&](size_t thread, size_t) {
         float* row = scratch[thread].data();
         for (;;) {
@@ -114,10 +121,19 @@ Status quantize_model_file(const std::string& in_path, const std::string& out_pa
           const uint64_t end = begin + grain < n_rows ? begin + grain : n_rows;
           for (uint64_t i = begin; i < end; ++i) {
             dequantize_row(t.type, t.data + i * src_row, row, n);
+            if (!all_finite(row, n)) {
+              for (uint64_t seen = bad_row.load(); i < seen && !bad_row.compare_exchange_weak(seen, i);) {
+              }
+              continue;
+            }
             quantize(row, data + i * dst_row, n);
           }
         }
       });
+      // llama.cpp refuses these too (its quantized-data validation): scales would be NaN or infinite.
+      if (bad_row.load() < n_rows)
+        return Error(Code::bad_format, "tensor '" + std::string(t.name) + "' row " + std::to_string(bad_row.load()) +
+                                           " holds a NaN or infinite value; it cannot be quantized");
     }
     done += t.n_bytes;
     if (options.progress) options.progress(done, r.input_bytes);

@@ -37,7 +37,8 @@ struct QuantizeFileReport {
 // or untouched. `report` may be null.
 // Errors: GgufFile::open's (io, bad_format, unsupported); invalid_argument (out_path is the input, or
 // exists and is not a regular file; n_threads is 0); unsupported (a tensor to quantize is neither F32,
-// F16, BF16 nor Q8_0: quantizing already-quantized weights again compounds the error); io;
+// F16, BF16 nor Q8_0: quantizing already-quantized weights again compounds the error); bad_format (a
+// tensor to quantize holds a NaN or an infinity, or the model has no architecture or block count); io;
 // out_of_memory.
 Status quantize_model_file(const std::string& in_path, const std::string& out_path, const QuantizeFileOptions& options,
                            QuantizeFileReport* report);

@@ -22,6 +22,7 @@
 #include "formats/blocks.h"
 #include "formats/dequantize.h"
 #include "runtime/model/gguf_file.h"
+#include "runtime/model/gguf_writer.h"
 #include "runtime/model/quantize_file.h"
 #include "runtime/model/quantize_rules.h"
 #include "runtime/util/fp16.h"
@@ -537,6 +538,48 @@ TEST(Quantize, LeavesNoPartialFileOnFailure) {
   EXPECT_EQ(quantize_model_file(quant_path("no-such-model"), out2, options("Q4_K_M", 1), nullptr).code(), Code::io);
   EXPECT_FALSE(exists(out2));
   EXPECT_FALSE(exists(out2 + ".tmp"));
+}
+
+// Writes a one-matrix F32 model (64 x 4) whose row `nan_row` holds a NaN (none when out of range).
+std::string tiny_model(const std::string& name, bool with_arch, uint64_t nan_row) {
+  const std::string path = temp_dir() + "/" + name;
+  GgufWriter w;
+  if (with_arch) {
+    w.add_string("general.architecture", "llama");
+    w.add_u32("llama.block_count", 1);
+  }
+  EXPECT_TRUE(w.add_tensor("blk.0.attn_q.weight", {64, 4}, TensorType::f32).ok());
+  const Status s = w.write(path, [&](size_t, uint8_t* data, uint64_t bytes) {
+    std::vector<float> x(bytes / 4);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i));
+    if (nan_row < 4) x[nan_row * 64 + 5] = std::nanf("");
+    std::memcpy(data, x.data(), bytes);
+    return Status::Ok();
+  });
+  EXPECT_TRUE(s.ok()) << s.message();
+  return path;
+}
+
+// A NaN cannot be quantized (every scale of its block would be NaN): refused with the row named, and no
+// file is left; a model without an architecture is refused before anything is written.
+TEST(Quantize, RefusesNonFiniteWeightsAndModelsWithoutArchitecture) {
+  const std::string out = temp_dir() + "/tiny-out.gguf";
+  const std::string good = tiny_model("tiny.gguf", true, 99), nan = tiny_model("tiny-nan.gguf", true, 2);
+  QuantizeFileReport r;
+  ASSERT_TRUE(quantize_model_file(good, out, options("Q8_0", 2), &r).ok());
+  EXPECT_EQ(r.type_counts["Q8_0"], 1u);
+  std::remove(out.c_str());
+  const Status s = quantize_model_file(nan, out, options("Q8_0", 2), nullptr);
+  EXPECT_EQ(s.code(), Code::bad_format) << s.message();
+  EXPECT_NE(s.message().find("'blk.0.attn_q.weight' row 2"), std::string::npos) << s.message();
+  EXPECT_FALSE(exists(out));
+  EXPECT_FALSE(exists(out + ".tmp"));
+  const std::string no_arch = tiny_model("tiny-no-arch.gguf", false, 99);
+  const Status a = quantize_model_file(no_arch, out, options("Q8_0", 1), nullptr);
+  EXPECT_EQ(a.code(), Code::bad_format) << a.message();
+  EXPECT_NE(a.message().find("general.architecture"), std::string::npos) << a.message();
+  EXPECT_FALSE(exists(out));
+  for (const std::string& p : {good, nan, no_arch}) std::remove(p.c_str());
 }
 
 // The command: quantizes with -t, prints the type mix on stdout, draws no progress bar when stderr is
