@@ -112,7 +112,7 @@ Status quantize_model_file(const std::string& in_path, const std::string& out_pa
       const QuantizeRowFn quantize = quantize_fn_for(to);
       // Rows are handed out in chunks of ~16K weights (llama.cpp's chunk size) so that threads balance.
       const uint64_t grain = n >= 16384 ? 1 : (16384 + n - 1) / n;
-      std::atomic<uint64_t> next{0}, bad_row{n_rows};
+      std::atomic<uint64_t> next{0}, bad_row{n_rows}, rows_done{0};
       pool.run([&](size_t thread, size_t) {
         float* row = scratch[thread].data();
         for (;;) {
@@ -128,6 +128,9 @@ Status quantize_model_file(const std::string& in_path, const std::string& out_pa
             }
             quantize(row, data + i * dst_row, n);
           }
+          // A large tensor moves the bar too; thread 0 is the caller, where the callback must run.
+          const uint64_t rows = rows_done.fetch_add(end - begin) + (end - begin);
+          if (thread == 0 && options.progress) options.progress(done + rows * src_row, r.input_bytes);
         }
       });
       // llama.cpp refuses these too (its quantized-data validation): scales would be NaN or infinite.

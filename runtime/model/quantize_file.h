@@ -18,7 +18,8 @@ namespace lmrt {
 struct QuantizeFileOptions {
   QuantFileType file_type = QuantFileType::q4_k_m;
   size_t n_threads = 1;  // threads quantizing the rows of each tensor (the caller counts as one)
-  // Called on the calling thread after each tensor with the input tensor bytes done so far and in all.
+  // Called on the calling thread with the input tensor bytes done so far and in all: after each tensor
+  // and, within a tensor being quantized, after each chunk of rows the calling thread quantizes.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
 

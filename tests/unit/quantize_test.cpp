@@ -434,7 +434,7 @@ TEST(Quantize, FileHasLlamaCppTensorsAndMetadata) {
     ASSERT_TRUE(s.ok()) << s.message();
     EXPECT_FALSE(exists(out + ".tmp"));
     const std::unique_ptr<RefFile> mine = read_ref(out), ref = read_ref(quant_path(base + "-" + ft));
-    EXPECT_EQ(calls, ref->tensors.size());
+    EXPECT_GE(calls, ref->tensors.size());
     EXPECT_EQ(last_done, last_total);
     EXPECT_EQ(mine->u32_keys["general.file_type"], ref->u32_keys["general.file_type"]);
     EXPECT_EQ(mine->u32_keys["general.quantization_version"], 2u);
