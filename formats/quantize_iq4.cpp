@@ -30,14 +30,8 @@ int grid_index(float x) { return nearest_grid_index(16, kGrid, x); }
 float group_scale(const float* xb, uint8_t* L) {
   float weight[kGroup];
   for (int j = 0; j < kGroup; ++j) weight[j] = xb[j] * xb[j];
-  float amax = 0, max = 0;
-  for (int j = 0; j < kGroup; ++j) {
-    const float ax = std::fabs(xb[j]);
-    if (ax > amax) {
-      amax = ax;
-      max = xb[j];
-    }
-  }
+  float amax;
+  const float max = quant::signed_absmax(xb, kGroup, &amax);
   if (amax < kGroupMaxEps) return 0;
   float d = -max / kGrid[0];
   float id = 1 / d;

@@ -18,6 +18,7 @@ namespace lmrt {
 namespace {
 
 using quant::nearest_int;
+using quant::signed_absmax;
 
 // Groups whose largest magnitude is below this are all zero.
 constexpr float kGroupMaxEps = 1e-15f;
@@ -26,14 +27,8 @@ constexpr float kGroupMaxEps = 1e-15f;
 // the scale that maps the largest magnitude to -nmax, then tries 18 nearby scales and keeps the one with
 // the best weighted least-squares fit. L gets l + nmax; returns the scale.
 float symmetric_scale_search(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  float amax;
+  const float max = signed_absmax(x, n, &amax);
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
@@ -72,14 +67,8 @@ float symmetric_scale_search(int n, int nmax, const float* x, int8_t* L) {
 // Q3_K's group search: symmetric codes in [-nmax, nmax) weighted by x^2, refined by moving one code
 // at a time to its best value given the others (up to 5 passes). L gets l + nmax; returns the scale.
 float symmetric_codes_refined(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  float amax;
+  const float max = signed_absmax(x, n, &amax);
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;

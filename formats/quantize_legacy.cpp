@@ -8,6 +8,7 @@
 
 #include "formats/blocks.h"
 #include "formats/quantize.h"
+#include "formats/quantize_rounding.h"
 #include "runtime/util/fp16.h"
 
 namespace lmrt {
@@ -15,19 +16,6 @@ namespace lmrt {
 namespace {
 
 constexpr int kBlock = 32;
-
-// The signed value of largest magnitude (the first one on ties): the symmetric types map it to the most
-// negative code, which gains one level on that side.
-float signed_absmax(const float* x) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kBlock; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
 
 void min_max(const float* x, float* min, float* max) {
   *min = FLT_MAX;
@@ -54,7 +42,8 @@ void pack5(const uint8_t* q, uint8_t* qs, uint8_t* qh_bytes) {
 void quantize_row_q4_0(const float* x, void* out, size_t n) {
   auto* y = static_cast<BlockQ4_0*>(out);
   for (size_t b = 0; b < n / kBlock; ++b, x += kBlock) {
-    const float d = signed_absmax(x) / -8;
+    float amax;
+    const float d = quant::signed_absmax(x, kBlock, &amax) / -8;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_fp16(d);
     for (int j = 0; j < kBlock / 2; ++j) {
@@ -86,7 +75,8 @@ void quantize_row_q4_1(const float* x, void* out, size_t n) {
 void quantize_row_q5_0(const float* x, void* out, size_t n) {
   auto* y = static_cast<BlockQ5_0*>(out);
   for (size_t b = 0; b < n / kBlock; ++b, x += kBlock) {
-    const float d = signed_absmax(x) / -16;
+    float amax;
+    const float d = quant::signed_absmax(x, kBlock, &amax) / -16;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_fp16(d);
     uint8_t q[kBlock];

@@ -2,6 +2,7 @@
 // llama.cpp's quantizers rely on, so that both write the same bytes.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -14,6 +15,21 @@ inline int nearest_int(float x) {
   int32_t bits;
   std::memcpy(&bits, &shifted, sizeof bits);
   return (bits & 0x007fffff) - 0x00400000;
+}
+
+// The value of largest magnitude, with its sign (the first of equal magnitudes); *amax gets |value|.
+// The symmetric types map it to their most negative code, which gains one level on that side.
+inline float signed_absmax(const float* x, int n, float* amax) {
+  float max = 0;
+  *amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > *amax) {
+      *amax = ax;
+      max = x[i];
+    }
+  }
+  return max;
 }
 
 // The index of the grid value nearest x in an ascending table of n int8 values (ties to the lower).

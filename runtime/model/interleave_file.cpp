@@ -30,12 +30,7 @@ Status interleave_model_file(const std::string& in_path, const std::string& out_
     return Error(Code::invalid_argument, "interleave: the input and output paths must not be empty");
   std::unique_ptr<GgufFile> in;
   LMRT_RETURN_IF_ERROR(GgufFile::open(in_path, true, &in));
-  // The input stays mapped while the output is written: writing over it would change the bytes being read.
-  if (same_file(in_path, out_path))
-    return Error(Code::invalid_argument, "the output '" + out_path + "' is the input model; write to another file");
-  if (same_file(in_path, out_path + ".tmp"))
-    return Error(Code::invalid_argument,
-                 "the output's temporary file '" + out_path + ".tmp' is the input model; choose another output name");
+  LMRT_RETURN_IF_ERROR(check_output_is_not_input(in_path, out_path));
 
   size_t n_q4_0 = 0, n_convert = 0;
   for (const GgufTensorInfo& t : in->tensors()) {

@@ -49,12 +49,7 @@ Status quantize_model_file(const std::string& in_path, const std::string& out_pa
   if (options.n_threads == 0) return Error(Code::invalid_argument, "quantize: the thread count must be at least 1");
   std::unique_ptr<GgufFile> in;
   LMRT_RETURN_IF_ERROR(GgufFile::open(in_path, true, &in));
-  // The input stays mapped while the output is written: writing over it would change the bytes being read.
-  if (same_file(in_path, out_path))
-    return Error(Code::invalid_argument, "the output '" + out_path + "' is the input model; write to another file");
-  if (same_file(in_path, out_path + ".tmp"))
-    return Error(Code::invalid_argument,
-                 "the output's temporary file '" + out_path + ".tmp' is the input model; choose another output name");
+  LMRT_RETURN_IF_ERROR(check_output_is_not_input(in_path, out_path));
 
   QuantModelShape shape;
   LMRT_RETURN_IF_ERROR(quant_model_shape(*in, &shape));
