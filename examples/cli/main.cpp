@@ -22,7 +22,7 @@ void usage(FILE* out) {
       "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
       "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
       "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
-      "  quantize  -m MODEL -o FILE TYPE [-t THREADS]                          quantize an F32/F16/BF16/Q8_0\n"
+      "  quantize  -m MODEL -o FILE TYPE [-t THREADS]                         quantize an F32/F16/BF16/Q8_0\n"
       "            model as llama-quantize does: TYPE Q4_K_M Q4_K_S Q5_K_M Q5_K_S Q6_K Q3_K_M Q3_K_L Q3_K_S Q2_K\n"
       "            Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL IQ4_XS\n"
       "  quantize  --interleave -m MODEL -o FILE                              rewrite Q4_0 matrices as\n"
