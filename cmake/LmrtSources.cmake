@@ -29,6 +29,10 @@ function(lmrt_set_isa_flags)
       # Baseline ARMv8-A so the table runs on every AArch64 CPU; the SDOT kernels carry their own
       # target attribute and are chosen at run time from the CPU's hwcaps.
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8-a")
+    elseif(src MATCHES "/formats/quantize[^/]*\\.cpp$")
+      # The quantizers reproduce llama.cpp's bytes, which depend on every float rounding: no fused
+      # multiply-adds (ggml's generic quantizers are built without them).
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
     endif()
   endforeach()
 endfunction()

@@ -86,39 +86,4 @@ void dequantize_row_q8_0(const void* x, float* y, size_t n) {
   }
 }
 
-void quantize_row_q4_0(const float* x, void* y, size_t n) {
-  for (size_t b = 0; b < n / 32; ++b, x += 32) {
-    float amax = 0.0f, mx = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        mx = x[j];
-      }
-    }
-    const float d = mx / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    BlockQ4_0 blk;
-    blk.d = f32_to_fp16(d);
-    for (int j = 0; j < 16; ++j) {
-      const int lo = std::min(15, static_cast<int>(x[j] * id + 8.5f));
-      const int hi = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
-      blk.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-    }
-    std::memcpy(static_cast<uint8_t*>(y) + b * sizeof blk, &blk, sizeof blk);
-  }
-}
-
-void quantize_row_q8_0(const float* x, void* y, size_t n) {
-  for (size_t b = 0; b < n / 32; ++b, x += 32) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    BlockQ8_0 blk;
-    blk.d = f32_to_fp16(d);
-    for (int j = 0; j < 32; ++j) blk.qs[j] = static_cast<int8_t>(std::round(x[j] * id));
-    std::memcpy(static_cast<uint8_t*>(y) + b * sizeof blk, &blk, sizeof blk);
-  }
-}
-
 }  // namespace lmrt

@@ -1,5 +1,5 @@
 // ggml's 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): dequantizers bit-exact with ggml's
-// dequantize_row_*, and the quantizers lmrt has so far (Q4_0, Q8_0). n is a multiple of 32; x points at
+// dequantize_row_* (the quantizers are in formats/quantize.h). n is a multiple of 32; x points at
 // the first block of a row (no alignment needed).
 #pragma once
 
@@ -12,10 +12,5 @@ void dequantize_row_q4_1(const void* x, float* y, size_t n);
 void dequantize_row_q5_0(const void* x, float* y, size_t n);
 void dequantize_row_q5_1(const void* x, float* y, size_t n);
 void dequantize_row_q8_0(const void* x, float* y, size_t n);
-
-// ggml's reference quantizers (quantize_row_q4_0_ref, quantize_row_q8_0_ref): Q4_0 maps the signed value
-// of largest magnitude to -8; Q8_0 uses scale max|x| / 127 and rounds to nearest.
-void quantize_row_q4_0(const float* x, void* y, size_t n);
-void quantize_row_q8_0(const float* x, void* y, size_t n);
 
 }  // namespace lmrt

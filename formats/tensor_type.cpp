@@ -4,6 +4,7 @@
 #include "formats/iq4.h"
 #include "formats/k_quants.h"
 #include "formats/legacy_quants.h"
+#include "formats/quantize.h"
 
 namespace lmrt {
 
@@ -12,22 +13,21 @@ namespace {
 using A = ActivationFormat;
 using T = TensorType;
 
-// The quantize_row column is filled where lmrt has a quantizer; the others come with formats/quantize_*.cpp.
 constexpr TensorTypeTraits kTypes[] = {
-    {T::f32, "F32", 0, 1, 4, A::f32, dequantize_row_f32, nullptr},
-    {T::f16, "F16", 1, 1, 2, A::f32, dequantize_row_f16, nullptr},
+    {T::f32, "F32", 0, 1, 4, A::f32, dequantize_row_f32, quantize_row_f32},
+    {T::f16, "F16", 1, 1, 2, A::f32, dequantize_row_f16, quantize_row_f16},
     {T::q4_0, "Q4_0", 2, 32, 18, A::q8_32, dequantize_row_q4_0, quantize_row_q4_0},
-    {T::q4_1, "Q4_1", 3, 32, 20, A::q8_32, dequantize_row_q4_1, nullptr},
-    {T::q5_0, "Q5_0", 6, 32, 22, A::q8_32, dequantize_row_q5_0, nullptr},
-    {T::q5_1, "Q5_1", 7, 32, 24, A::q8_32, dequantize_row_q5_1, nullptr},
+    {T::q4_1, "Q4_1", 3, 32, 20, A::q8_32, dequantize_row_q4_1, quantize_row_q4_1},
+    {T::q5_0, "Q5_0", 6, 32, 22, A::q8_32, dequantize_row_q5_0, quantize_row_q5_0},
+    {T::q5_1, "Q5_1", 7, 32, 24, A::q8_32, dequantize_row_q5_1, quantize_row_q5_1},
     {T::q8_0, "Q8_0", 8, 32, 34, A::f32, dequantize_row_q8_0, quantize_row_q8_0},
-    {T::q2_k, "Q2_K", 10, kQK, 84, A::q8_k, dequantize_row_q2_k, nullptr},
-    {T::q3_k, "Q3_K", 11, kQK, 110, A::q8_k, dequantize_row_q3_k, nullptr},
-    {T::q4_k, "Q4_K", 12, kQK, 144, A::q8_k, dequantize_row_q4_k, nullptr},
-    {T::q5_k, "Q5_K", 13, kQK, 176, A::q8_k, dequantize_row_q5_k, nullptr},
-    {T::q6_k, "Q6_K", 14, kQK, 210, A::q8_k, dequantize_row_q6_k, nullptr},
-    {T::iq4_nl, "IQ4_NL", 20, 32, 18, A::q8_32, dequantize_row_iq4_nl, nullptr},
-    {T::iq4_xs, "IQ4_XS", 23, kQK, 136, A::q8_k, dequantize_row_iq4_xs, nullptr},
+    {T::q2_k, "Q2_K", 10, kQK, 84, A::q8_k, dequantize_row_q2_k, quantize_row_q2_k},
+    {T::q3_k, "Q3_K", 11, kQK, 110, A::q8_k, dequantize_row_q3_k, quantize_row_q3_k},
+    {T::q4_k, "Q4_K", 12, kQK, 144, A::q8_k, dequantize_row_q4_k, quantize_row_q4_k},
+    {T::q5_k, "Q5_K", 13, kQK, 176, A::q8_k, dequantize_row_q5_k, quantize_row_q5_k},
+    {T::q6_k, "Q6_K", 14, kQK, 210, A::q8_k, dequantize_row_q6_k, quantize_row_q6_k},
+    {T::iq4_nl, "IQ4_NL", 20, 32, 18, A::q8_32, dequantize_row_iq4_nl, quantize_row_iq4_nl},
+    {T::iq4_xs, "IQ4_XS", 23, kQK, 136, A::q8_k, dequantize_row_iq4_xs, quantize_row_iq4_xs},
     {T::bf16, "BF16", 30, 1, 2, A::f32, dequantize_row_bf16, nullptr},
     {T::q4_0x16, "Q4_0x16", 4098, 32, 18, A::q8_32, nullptr, nullptr},
 };

@@ -7,8 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/model/gguf_file.h"
 #include "formats/q4_0x16.h"
+#include "runtime/model/gguf_file.h"
+#include "runtime/util/same_file.h"
 #include "tools/gguf_writer.h"
 
 namespace lmrt {
@@ -22,13 +23,6 @@ bool converts(const GgufTensorInfo& t) {
   return t.type == TensorType::q4_0 && t.n_dims == 2 && t.ne[1] % kQ4_0x16Rows == 0 && t.name != kTokenEmbd;
 }
 
-// True when both paths exist and are the same file (also through a link or another spelling).
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {};
-  struct stat sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 }  // namespace
 
 Status interleave_model_file(const std::string& in_path, const std::string& out_path, InterleaveReport* report) {
@@ -36,12 +30,7 @@ Status interleave_model_file(const std::string& in_path, const std::string& out_
     return Error(Code::invalid_argument, "interleave: the input and output paths must not be empty");
   std::unique_ptr<GgufFile> in;
   LMRT_RETURN_IF_ERROR(GgufFile::open(in_path, true, &in));
-  // The input stays mapped while the output is written: writing over it would change the bytes being read.
-  if (same_file(in_path, out_path))
-    return Error(Code::invalid_argument, "the output '" + out_path + "' is the input model; write to another file");
-  if (same_file(in_path, out_path + ".tmp"))
-    return Error(Code::invalid_argument,
-                 "the output's temporary file '" + out_path + ".tmp' is the input model; choose another output name");
+  LMRT_RETURN_IF_ERROR(check_output_is_not_input(in_path, out_path));
 
   size_t n_q4_0 = 0, n_convert = 0;
   for (const GgufTensorInfo& t : in->tensors()) {

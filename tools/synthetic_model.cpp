@@ -90,19 +90,10 @@ float gaussian(uint64_t& state) {
   return (sum / 65536.0f - 2.0f) * 1.7320508f;
 }
 
-// Fills one row of `type` from n floats: the type's quantizer from the traits table, F16 and BF16 as
-// written here, F32 as is (write_synthetic_model refuses every other type).
+// Fills one row of `type` from n floats with the type's quantizer (write_synthetic_model refuses a type
+// that has none).
 void encode_row(const float* x, size_t n, TensorType type, uint8_t* out) {
-  if (const QuantizeRowFn quantize = tensor_type_traits(type).quantize_row) {
-    quantize(x, out, n);
-  } else if (type == TensorType::f16) {
-    for (size_t i = 0; i < n; ++i) {
-      const uint16_t h = f32_to_fp16(x[i]);
-      std::memcpy(out + 2 * i, &h, 2);
-    }
-  } else if (type == TensorType::f32) {
-    std::memcpy(out, x, n * sizeof(float));
-  }
+  tensor_type_traits(type).quantize_row(x, out, n);
 }
 
 struct TensorPlan {
@@ -139,8 +130,7 @@ Status check_synthetic_shape(const SyntheticShape& s) {
 
 Status write_synthetic_model(const std::string& path, const SyntheticShape& s, const SyntheticOptions& opt) {
   LMRT_RETURN_IF_ERROR(check_synthetic_shape(s));
-  if (opt.weight_type != TensorType::f32 && opt.weight_type != TensorType::f16 &&
-      tensor_type_traits(opt.weight_type).quantize_row == nullptr)
+  if (tensor_type_traits(opt.weight_type).quantize_row == nullptr)
     return Error(Code::invalid_argument, std::string(tensor_type_traits(opt.weight_type).name) +
                                              " synthetic weights are not supported (lmrt has no quantizer for it)");
   Vocab vocab;
@@ -150,7 +140,6 @@ Status write_synthetic_model(const std::string& path, const SyntheticShape& s, c
     return Error(Code::out_of_memory, "cannot load the tokenizer");
   }
   const uint32_t hd = s.dim / s.heads, kvd = hd * s.kv_heads;
-  const TensorType wt = opt.weight_type;
 
   GgufWriter w;
   w.add_string("general.architecture", "llama");
