@@ -71,7 +71,7 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
         lmrt_model_info full{};
         full.struct_size = sizeof full;
         const lmrt::GgufFile& g = model->llama->gguf();
-        const lmrt::LlamaHparams& hp = model->llama->hparams();
+        const lmrt::ModelConfig& hp = model->llama->hparams();
         copy_cstr(g.get_string("general.architecture").value_or(""), full.architecture, sizeof full.architecture);
         copy_cstr(g.get_string("general.name").value_or(""), full.name, sizeof full.name);
         full.n_params = model->llama->n_params();

@@ -103,8 +103,10 @@ run() {
   fi
 }
 
-run "NEON with dotprod" neoverse-n1 neon yes "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward"
-run "NEON without dotprod" cortex-a53 neon no "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward"
+# Every architecture's logits against llama.cpp's (tests/unit/arch_test.cpp), on NEON.
+arch='ArchIsa/ArchLogits.*_neon:ArchConfig.*'
+run "NEON with dotprod" neoverse-n1 neon yes "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:$arch"
+run "NEON without dotprod" cortex-a53 neon no "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:$arch"
 run "scalar" cortex-a53 scalar any "Isas/Stories260KGreedyIsa.*/scalar:$forward"
 
 echo "== aarch64 done in $((SECONDS - start)) s"

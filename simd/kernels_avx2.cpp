@@ -517,6 +517,10 @@ const Kernels kAvx2 = {
     nullptr,  // attend_f16
     nullptr,  // attend_heads_f16
     Ops::rope,
+    Ops::gelu_mul,
+    Ops::softcap,
+    Ops::scale,
+    Ops::rope_neox,
 };
 
 }  // namespace

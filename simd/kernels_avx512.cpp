@@ -1069,6 +1069,10 @@ const Kernels kAvx512 = {
     attend_f16,
     attend_heads_f16,
     Ops::rope,
+    Ops::gelu_mul,
+    Ops::softcap,
+    Ops::scale,
+    Ops::rope_neox,
 };
 
 }  // namespace

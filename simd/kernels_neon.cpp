@@ -549,6 +549,10 @@ constexpr Kernels make_table() {
       nullptr,  // attend_f16: the graph attends token by token
       nullptr,  // attend_heads_f16
       Ops::rope,
+      Ops::gelu_mul,
+      Ops::softcap,
+      Ops::scale,
+      Ops::rope_neox,
   };
 }
 
