@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -28,22 +29,26 @@ std::vector<int32_t> arch_ids() {
 }
 
 // llama.cpp's logits: kPositions rows of kVocab little-endian floats.
-std::vector<float> reference_logits(const std::string& arch) {
-  const std::string bytes = test::read_file(test::model_path("arch/" + arch + "-f16.logits.f32"));
+std::vector<float> reference_logits(const std::string& path) {
+  const std::string bytes = test::read_file(path);
   std::vector<float> v(bytes.size() / sizeof(float));
   std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
   return v;
 }
 
-std::unique_ptr<LlamaModel> load_arch(const std::string& arch) {
+std::unique_ptr<LlamaModel> load_model_file(const std::string& path) {
   std::unique_ptr<GgufFile> g;
-  Status s = GgufFile::open(test::model_path("arch/" + arch + "-f16.gguf"), true, &g);
+  Status s = GgufFile::open(path, true, &g);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return nullptr;
   std::unique_ptr<LlamaModel> m;
   s = LlamaModel::load(std::move(g), &m);
   EXPECT_TRUE(s.ok()) << s.message();
   return m;
+}
+
+std::unique_ptr<LlamaModel> load_arch(const std::string& arch) {
+  return load_model_file(test::model_path("arch/" + arch + "-f16.gguf"));
 }
 
 // compare.py's measures: ||got - want|| / ||want|| pooled over rows, and rows whose argmax agrees.
@@ -77,12 +82,16 @@ class ArchLogits : public ::testing::TestWithParam<ArchCase> {
  protected:
   void SetUp() override {
     if (!simd::isa_available(GetParam().isa)) GTEST_SKIP() << simd::isa_name(GetParam().isa) << " not available here";
-    model_ = load_arch(GetParam().arch);
+    load(test::model_path("arch/" + std::string(GetParam().arch) + "-f16"));
+  }
+  // Reads stem.gguf and llama.cpp's logits for it, stem.logits.f32.
+  void load(const std::string& stem) {
+    model_ = load_model_file(stem + ".gguf");
     ASSERT_TRUE(model_);
     ASSERT_EQ(model_->config().n_vocab, kVocab);
     ids_ = arch_ids();
     ASSERT_EQ(ids_.size(), kPositions);
-    want_ = reference_logits(GetParam().arch);
+    want_ = reference_logits(stem + ".logits.f32");
     ASSERT_EQ(want_.size(), kPositions * kVocab);
   }
 
@@ -157,6 +166,37 @@ TEST_P(ArchLogits, TokenByTokenMatchesBatch) {
   expect_matches_llama_cpp(compare(steps, want_), (std::string(GetParam().arch) + " token by token").c_str());
 }
 
+// F32 files are not in ../shared: make them with make_synth.py --dtype f32 (the README's arguments) and
+// llama.cpp's logits with the oracle (`oracle logits ARCH-f32.gguf --all --fa off --kv f32 -o
+// ARCH-f32.logits.f32`), then point LMRT_ARCH_F32_DIR at them. Skipped otherwise (CI).
+class ArchLogitsF32 : public ArchLogits {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("LMRT_ARCH_F32_DIR");
+    if (dir == nullptr) GTEST_SKIP() << "LMRT_ARCH_F32_DIR not set";
+    if (!simd::isa_available(GetParam().isa)) GTEST_SKIP() << simd::isa_name(GetParam().isa) << " not available here";
+    load(std::string(dir) + "/" + GetParam().arch + "-f32");
+  }
+};
+
+TEST_P(ArchLogitsF32, OneBatchMatchesLlamaCpp) {
+  const std::vector<float> got = batch_logits(KvType::f32);
+  ASSERT_EQ(got.size(), want_.size());
+  expect_matches_llama_cpp(compare(got, want_), (std::string(GetParam().arch) + " f32 batch f32 kv").c_str());
+}
+
+TEST_P(ArchLogitsF32, TokenByTokenMatchesLlamaCpp) {
+  std::unique_ptr<Context> ctx = make_context(false, KvType::f16);
+  ASSERT_TRUE(ctx);
+  std::vector<float> steps;
+  for (int32_t id : ids_) {
+    const Status s = ctx->eval(&id, 1);
+    ASSERT_TRUE(s.ok()) << s.message();
+    steps.insert(steps.end(), ctx->logits(0), ctx->logits(0) + kVocab);
+  }
+  expect_matches_llama_cpp(compare(steps, want_), (std::string(GetParam().arch) + " f32 token by token").c_str());
+}
+
 std::vector<ArchCase> all_cases() {
   std::vector<ArchCase> v;
   for (const char* arch : {"llama3", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"})
@@ -165,9 +205,12 @@ std::vector<ArchCase> all_cases() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(ArchIsa, ArchLogits, ::testing::ValuesIn(all_cases()), [](const auto& info) {
+std::string case_name(const ::testing::TestParamInfo<ArchCase>& info) {
   return std::string(info.param.arch) + "_" + simd::isa_name(info.param.isa);
-});
+}
+
+INSTANTIATE_TEST_SUITE_P(ArchIsa, ArchLogits, ::testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ArchIsa, ArchLogitsF32, ::testing::ValuesIn(all_cases()), case_name);
 
 // What each file's metadata becomes (README of ../shared/models/arch and llama.cpp's fixed choices).
 TEST(ArchConfig, ReadsEachArchitecturesFields) {
