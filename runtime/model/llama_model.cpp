@@ -57,7 +57,9 @@ Status LlamaModel::row_view(const WeightView& w, const std::string& name, uint64
 
 const float* LlamaModel::rope_factors(uint32_t n_ctx) const {
   if (rope_freqs_ != nullptr) return rope_freqs_;
-  if (rope_long_ != nullptr && hp_.rope_orig_ctx != 0 && n_ctx > hp_.rope_orig_ctx) return rope_long_;
+  // As llama.cpp: the original context is rope.scaling.original_context_length, else the training one.
+  const uint32_t orig = hp_.rope_orig_ctx != 0 ? hp_.rope_orig_ctx : hp_.n_ctx_train;
+  if (rope_long_ != nullptr && n_ctx > orig) return rope_long_;
   return rope_short_;
 }
 

@@ -39,7 +39,7 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;       // 1 / {arch}.rope.scaling.factor for linear scaling
   float rope_freq_base_local = 0.0f;  // windowed layers' own base (gemma3), 0: rope_freq_base
   float rope_attn_factor = 1.0f;      // multiplies cos and sin (LongRoPE's {arch}.rope.scaling.attn_factor)
-  uint32_t rope_orig_ctx = 0;         // LongRoPE: long factors only beyond this context
+  uint32_t rope_orig_ctx = 0;         // LongRoPE: long factors beyond this context (0: n_ctx_train)
 
   // Block structure. Every norm is RMSNorm with its weight as stored (the converters store Gemma's 1 + w).
   bool post_attn_norm = false;  // RMSNorm of the attention output before the residual add (gemma2/3)
