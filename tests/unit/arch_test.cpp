@@ -120,6 +120,20 @@ class ArchLogits : public ::testing::TestWithParam<ArchCase> {
     return out;
   }
 
+  // All 64 positions' logits, one token per step (F16 arena): the decode paths.
+  std::vector<float> step_logits() const {
+    std::unique_ptr<Context> ctx = make_context(false, KvType::f16);
+    if (!ctx) return {};
+    std::vector<float> out;
+    for (int32_t id : ids_) {
+      const Status s = ctx->eval(&id, 1);
+      EXPECT_TRUE(s.ok()) << s.message();
+      if (!s.ok()) return {};
+      out.insert(out.end(), ctx->logits(0), ctx->logits(0) + kVocab);
+    }
+    return out;
+  }
+
   std::unique_ptr<LlamaModel> model_;
   std::vector<int32_t> ids_;
   std::vector<float> want_;
@@ -150,14 +164,8 @@ TEST_P(ArchLogits, OneBatchWithF32KvMatchesLlamaCpp) {
 TEST_P(ArchLogits, TokenByTokenMatchesBatch) {
   const std::vector<float> batch = batch_logits(KvType::f16);
   ASSERT_EQ(batch.size(), want_.size());
-  std::unique_ptr<Context> ctx = make_context(false, KvType::f16);
-  ASSERT_TRUE(ctx);
-  std::vector<float> steps;
-  for (int32_t id : ids_) {
-    const Status s = ctx->eval(&id, 1);
-    ASSERT_TRUE(s.ok()) << s.message();
-    steps.insert(steps.end(), ctx->logits(0), ctx->logits(0) + kVocab);
-  }
+  const std::vector<float> steps = step_logits();
+  ASSERT_EQ(steps.size(), want_.size());
   const Agreement vs_batch = compare(steps, batch);
   // Both read the same F16 arena; they differ only in rounding order (the batched kernel divides by the
   // softmax sum after adding the values up).
@@ -186,14 +194,8 @@ TEST_P(ArchLogitsF32, OneBatchMatchesLlamaCpp) {
 }
 
 TEST_P(ArchLogitsF32, TokenByTokenMatchesLlamaCpp) {
-  std::unique_ptr<Context> ctx = make_context(false, KvType::f16);
-  ASSERT_TRUE(ctx);
-  std::vector<float> steps;
-  for (int32_t id : ids_) {
-    const Status s = ctx->eval(&id, 1);
-    ASSERT_TRUE(s.ok()) << s.message();
-    steps.insert(steps.end(), ctx->logits(0), ctx->logits(0) + kVocab);
-  }
+  const std::vector<float> steps = step_logits();
+  ASSERT_EQ(steps.size(), want_.size());
   expect_matches_llama_cpp(compare(steps, want_), (std::string(GetParam().arch) + " f32 token by token").c_str());
 }
 
