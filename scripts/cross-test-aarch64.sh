@@ -35,7 +35,7 @@ fi
 
 # ---- build ----------------------------------------------------------------------------------------
 # A wrapper project: the whole library through add_subdirectory (its tests off), plus one test binary
-# of the two suites that matter here; the full lmrt_tests would triple the build time under CI.
+# of the suites that matter here; the full lmrt_tests would triple the build time under CI.
 wrapper="$build/cross-test-project"
 # A build directory configured from another source tree (say, the plain project) is started afresh.
 if [ -f "$build/CMakeCache.txt" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$wrapper" "$build/CMakeCache.txt"; then
@@ -50,7 +50,7 @@ set(LMRT_ABI_DEBUG_INFO OFF CACHE BOOL "" FORCE)
 add_subdirectory("$root" lmrt)
 find_package(GTest REQUIRED)
 add_executable(lmrt_arm_tests "$root/tests/unit/simd_kernels_test.cpp" "$root/tests/unit/forward_test.cpp"
-  "$root/tests/test_support.cpp")
+  "$root/tests/unit/arch_test.cpp" "$root/tests/test_support.cpp")
 target_link_libraries(lmrt_arm_tests PRIVATE lmrt_static GTest::gtest GTest::gtest_main)
 target_include_directories(lmrt_arm_tests PRIVATE "$root" "$root/tests")
 target_compile_definitions(lmrt_arm_tests PRIVATE LMRT_DEFAULT_SHARED_DIR="$(cd "$root/.." && pwd)/shared")
