@@ -71,7 +71,7 @@ lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_info* info) 
         lmrt_model_info full{};
         full.struct_size = sizeof full;
         const lmrt::GgufFile& g = model->llama->gguf();
-        const lmrt::LlamaHparams& hp = model->llama->hparams();
+        const lmrt::ModelConfig& hp = model->llama->hparams();
         copy_cstr(g.get_string("general.architecture").value_or(""), full.architecture, sizeof full.architecture);
         copy_cstr(g.get_string("general.name").value_or(""), full.name, sizeof full.name);
         full.n_params = model->llama->n_params();
@@ -154,6 +154,42 @@ lmrt_status lmrt_model_tensor_types(const lmrt_model* model, uint32_t index, lmr
                                                          " is out of range (the model has " + std::to_string(n) +
                                                          " tensor types)");
         write_prefix(full, info);
+        return Status::Ok();
+      },
+      [&](const std::string& m) { model->set_error(m); });
+}
+
+lmrt_status lmrt_model_get_arch(const lmrt_model* model, lmrt_model_arch* arch) {
+  if (model == nullptr || arch == nullptr || arch->struct_size < sizeof(uint32_t)) return LMRT_ERR_INVALID_ARGUMENT;
+  model->errors.clear();
+  return guarded(
+      [&]() -> Status {
+        const lmrt::ModelConfig& c = model->llama->config();
+        lmrt_model_arch full{};
+        full.struct_size = sizeof full;
+        full.head_dim = c.head_dim;
+        full.rope_dim = c.rope_dim;
+        full.rope_style = c.rope_style == lmrt::RopeStyle::neox_halves ? LMRT_ROPE_NEOX : LMRT_ROPE_ADJACENT;
+        full.rope_freq_base = c.rope_freq_base;
+        full.rope_freq_base_local = c.rope_freq_base_local;
+        full.rope_freq_scale = c.rope_freq_scale;
+        full.activation =
+            c.activation == lmrt::Activation::gelu_tanh ? LMRT_ACTIVATION_GELU_TANH : LMRT_ACTIVATION_SWIGLU;
+        const lmrt::LayerWeights& l0 = model->llama->layers()[0];
+        full.flags = (c.post_attn_norm ? LMRT_ARCH_POST_ATTN_NORM : 0u) |
+                     (c.post_ffn_norm ? LMRT_ARCH_POST_FFN_NORM : 0u) | (c.qk_norm ? LMRT_ARCH_QK_NORM : 0u) |
+                     (l0.bq != nullptr ? LMRT_ARCH_QKV_BIAS : 0u) | (l0.bo != nullptr ? LMRT_ARCH_OUTPUT_BIAS : 0u) |
+                     (c.fused_qkv ? LMRT_ARCH_FUSED_QKV : 0u) | (c.fused_gate_up ? LMRT_ARCH_FUSED_GATE_UP : 0u) |
+                     (c.tied_output ? LMRT_ARCH_TIED_OUTPUT : 0u) |
+                     (model->llama->rope_factors(c.n_ctx_train) != nullptr ? LMRT_ARCH_ROPE_FACTORS : 0u);
+        full.sliding_window = c.sliding_window;
+        for (uint32_t l = 0; l < c.n_layer; ++l) full.n_windowed_layers += c.layer_windowed(l) ? 1 : 0;
+        full.rms_eps = c.rms_eps;
+        full.embd_scale = c.embd_scale;
+        full.attn_scale = c.attn_scale;
+        full.attn_softcap = c.attn_softcap;
+        full.final_softcap = c.final_softcap;
+        write_prefix(full, arch);
         return Status::Ok();
       },
       [&](const std::string& m) { model->set_error(m); });

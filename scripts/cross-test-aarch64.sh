@@ -36,7 +36,7 @@ fi
 
 # ---- build ----------------------------------------------------------------------------------------
 # A wrapper project: the whole library through add_subdirectory (its tests off), plus one test binary
-# of the two suites that matter here; the full lmrt_tests would triple the build time under CI.
+# of the suites that matter here; the full lmrt_tests would triple the build time under CI.
 wrapper="$build/cross-test-project"
 # A build directory configured from another source tree (say, the plain project) is started afresh.
 if [ -f "$build/CMakeCache.txt" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$wrapper" "$build/CMakeCache.txt"; then
@@ -53,7 +53,8 @@ set(LMRT_ABI_DEBUG_INFO OFF CACHE BOOL "" FORCE)
 add_subdirectory("$root" lmrt)
 find_package(GTest REQUIRED)
 add_executable(lmrt_arm_tests "$root/tests/unit/simd_kernels_test.cpp" "$root/tests/unit/forward_test.cpp"
-  "$root/tests/unit/quant_formats_test.cpp" "$root/tests/unit/quant_reference_test.cpp" "$root/tests/test_support.cpp")
+  "$root/tests/unit/quant_formats_test.cpp" "$root/tests/unit/quant_reference_test.cpp" "$root/tests/unit/arch_test.cpp"
+  "$root/tests/test_support.cpp")
 target_link_libraries(lmrt_arm_tests PRIVATE lmrt_static GTest::gtest GTest::gtest_main)
 target_include_directories(lmrt_arm_tests PRIVATE "$root" "$root/tests")
 target_compile_definitions(lmrt_arm_tests PRIVATE LMRT_DEFAULT_SHARED_DIR="$(cd "$root/.." && pwd)/shared")
@@ -108,10 +109,12 @@ run() {
   fi
 }
 
+# Every architecture's logits against llama.cpp's (tests/unit/arch_test.cpp), on NEON.
+arch='ArchIsa/ArchLogits.*_neon:ArchConfig.*'
 run "NEON with dotprod" neoverse-n1 neon yes \
-  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:$formats:Isas/QuantReference.*/neon"
+  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:$formats:Isas/QuantReference.*/neon:$arch"
 run "NEON without dotprod" cortex-a53 neon no \
-  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:Isas/QuantReference.*/neon"
+  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:Isas/QuantReference.*/neon:$arch"
 run "scalar" cortex-a53 scalar any "Isas/Stories260KGreedyIsa.*/scalar:$forward:Isas/QuantReference.*/scalar"
 
 echo "== aarch64 done in $((SECONDS - start)) s"

@@ -90,6 +90,58 @@ struct FloatOps {
     for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
   }
 
+  // gate[i] = gelu(gate[i]) * up[i] (tanh approximation); the same formula as the scalar reference.
+  static void gelu_mul(float* gate, const float* up, size_t n) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    const batch half(0.5f), one(1.0f), c(kSqrt2OverPi), k(0.044715f);
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      const batch x = batch::load_unaligned(gate + i);
+      const batch t = xsimd::tanh(c * x * xsimd::fma(k * x, x, one));
+      (half * x * (one + t) * batch::load_unaligned(up + i)).store_unaligned(gate + i);
+    }
+    for (; i < n; ++i) {
+      const float x = gate[i];
+      gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x))) * up[i];
+    }
+  }
+
+  // x[i] = cap * tanh(x[i] / cap).
+  static void softcap(float* x, size_t n, float cap) {
+    const float inv = 1.0f / cap;
+    const batch vcap(cap), vinv(inv);
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      (vcap * xsimd::tanh(batch::load_unaligned(x + i) * vinv)).store_unaligned(x + i);
+    for (; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+  }
+
+  // x[i] *= a.
+  static void scale(float* x, float a, size_t n) {
+    const batch va(a);
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) (batch::load_unaligned(x + i) * va).store_unaligned(x + i);
+    for (; i < n; ++i) x[i] *= a;
+  }
+
+  // NeoX RoPE: (v[i], v[i + n_pairs]) turned by cosines cs[0, n_pairs) and sines cs[n_pairs, 2 n_pairs).
+  static void rope_neox(float* v, const float* cs, size_t n_pairs) {
+    float* hi = v + n_pairs;
+    const float* sn = cs + n_pairs;
+    size_t i = 0;
+    for (; i + kLanes <= n_pairs; i += kLanes) {
+      const batch a = batch::load_unaligned(v + i), b = batch::load_unaligned(hi + i);
+      const batch c = batch::load_unaligned(cs + i), s = batch::load_unaligned(sn + i);
+      xsimd::fms(a, c, b * s).store_unaligned(v + i);
+      xsimd::fma(a, s, b * c).store_unaligned(hi + i);
+    }
+    for (; i < n_pairs; ++i) {
+      const float a = v[i], b = hi[i], c = cs[i], s = sn[i];
+      v[i] = a * c - b * s;
+      hi[i] = a * s + b * c;
+    }
+  }
+
   // y[i] += x[i].
   static void add(float* y, const float* x, size_t n) {
     size_t i = 0;

@@ -112,6 +112,17 @@ struct Kernels {
   // Rotates the pairs (v[2i], v[2i + 1]) for i < n_pairs by the angles whose cosine and sine are
   // cs[2i] and cs[2i + 1]: (a, b) -> (a cos - b sin, a sin + b cos). RoPE on one head.
   void (*rope)(float* v, const float* cs, size_t n_pairs);
+
+  // The kernels other architectures than Llama's need (runtime/model/model_config.h).
+  // gate[i] = gelu(gate[i]) * up[i], GELU in its tanh approximation (llama.cpp's ggml_gelu): Gemma's FFN.
+  void (*gelu_mul)(float* gate, const float* up, size_t n);
+  // x[i] = cap * tanh(x[i] / cap): Gemma 2's soft-capping of attention scores and final logits.
+  void (*softcap)(float* x, size_t n, float cap);
+  // x[i] *= a (Gemma's embedding scale).
+  void (*scale)(float* x, float a, size_t n);
+  // NeoX-style RoPE on one head: rotates the pairs (v[i], v[i + n_pairs]) for i < n_pairs by the angles
+  // whose cosines are cs[0, n_pairs) and sines cs[n_pairs, 2 n_pairs) (halves, not interleaved pairs).
+  void (*rope_neox)(float* v, const float* cs, size_t n_pairs);
 };
 
 // Queries per attend_f16 call (one per 512-bit lane).

@@ -532,6 +532,10 @@ const Kernels kAvx2 = {
     .attend_f16 = nullptr,
     .attend_heads_f16 = nullptr,
     .rope = Ops::rope,
+    .gelu_mul = Ops::gelu_mul,
+    .softcap = Ops::softcap,
+    .scale = Ops::scale,
+    .rope_neox = Ops::rope_neox,
 };
 
 }  // namespace

@@ -1084,6 +1084,10 @@ const Kernels kAvx512 = {
     .attend_f16 = attend_f16,
     .attend_heads_f16 = attend_heads_f16,
     .rope = Ops::rope,
+    .gelu_mul = Ops::gelu_mul,
+    .softcap = Ops::softcap,
+    .scale = Ops::scale,
+    .rope_neox = Ops::rope_neox,
 };
 
 }  // namespace

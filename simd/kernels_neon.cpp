@@ -564,6 +564,10 @@ constexpr Kernels make_table() {
       .attend_f16 = nullptr,  // the graph attends token by token
       .attend_heads_f16 = nullptr,
       .rope = Ops::rope,
+    .gelu_mul = Ops::gelu_mul,
+    .softcap = Ops::softcap,
+    .scale = Ops::scale,
+    .rope_neox = Ops::rope_neox,
   };
 }
 

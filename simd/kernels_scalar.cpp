@@ -249,6 +249,10 @@ const Kernels kScalar = {
     .attend_f16 = nullptr,
     .attend_heads_f16 = nullptr,
     .rope = rope,
+    .gelu_mul = gelu_mul,
+    .softcap = softcap,
+    .scale = scale,
+    .rope_neox = rope_neox,
 };
 
 }  // namespace

@@ -130,7 +130,8 @@ Status check_synthetic_shape(const SyntheticShape& s) {
 
 Status write_synthetic_model(const std::string& path, const SyntheticShape& s, const SyntheticOptions& opt) {
   LMRT_RETURN_IF_ERROR(check_synthetic_shape(s));
-  if (tensor_type_traits(opt.weight_type).quantize_row == nullptr)
+  const TensorType wt = opt.weight_type;
+  if (tensor_type_traits(wt).quantize_row == nullptr)
     return Error(Code::invalid_argument, std::string(tensor_type_traits(opt.weight_type).name) +
                                              " synthetic weights are not supported (lmrt has no quantizer for it)");
   Vocab vocab;

@@ -25,7 +25,7 @@ Status Context::create(const LlamaModel& model, const ContextParams& in, std::un
 
   std::unique_ptr<Context> c(new Context(model));
   c->params_ = p;
-  const LlamaHparams& hp = model.hparams();
+  const ModelConfig& hp = model.hparams();
   LMRT_RETURN_IF_ERROR(KvArena::create(hp.n_layer, hp.n_head_kv, hp.head_dim, p.n_ctx, p.kv_type, &c->kv_));
   GraphParams gp;
   gp.n_ctx = p.n_ctx;

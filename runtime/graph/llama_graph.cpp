@@ -28,10 +28,35 @@ std::pair<size_t, size_t> decode_rows(size_t n_rows, size_t thread, size_t n_thr
   return {std::min(g0 * 16, n_rows), std::min(g1 * 16, n_rows)};
 }
 
+// Fills a RoPE table for n_ctx positions: pair i of position pos turns by
+// pos * freq_scale * base^(-2i / rope_dim) / factors[i], its cosine and sine multiplied by attn_factor;
+// stored as (cos, sin) pairs or, for NeoX halves, as rope_dim / 2 cosines then as many sines.
+void fill_rope_table(float* out, uint32_t n_ctx, uint32_t rope_dim, RopeStyle style, double base, double freq_scale,
+                     const float* factors, double attn_factor) {
+  const uint32_t half = rope_dim / 2;
+  for (uint32_t i = 0; i < half; ++i) {
+    double freq = std::pow(base, -2.0 * i / rope_dim) * freq_scale;
+    if (factors != nullptr) freq /= factors[i];
+    for (uint32_t pos = 0; pos < n_ctx; ++pos) {
+      const double theta = pos * freq;
+      const float c = static_cast<float>(std::cos(theta) * attn_factor);
+      const float sn = static_cast<float>(std::sin(theta) * attn_factor);
+      float* row = out + static_cast<size_t>(pos) * rope_dim;
+      if (style == RopeStyle::neox_halves) {
+        row[i] = c;
+        row[half + i] = sn;
+      } else {
+        row[2 * i] = c;
+        row[2 * i + 1] = sn;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, std::unique_ptr<LlamaGraph>* out) {
-  const LlamaHparams& hp = model.hparams();
+  const ModelConfig& hp = model.hparams();
   if (params.n_ctx == 0 || params.n_batch == 0)
     return Error(Code::invalid_argument, "n_ctx and n_batch must be positive");
   std::unique_ptr<LlamaGraph> g(new LlamaGraph(model));
@@ -41,17 +66,20 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
   g->n_vocab_ = hp.n_vocab;
   g->logits_all_ = params.logits_all;
   g->n_threads_ = std::max<size_t>(1, params.n_threads);
+  g->q_dim_ = hp.q_dim();
 
   const size_t nb = params.n_batch;
   const size_t nb_ffn = std::min<size_t>(nb, kFfnTokens);
-  const size_t xq_blocks = std::max(nb * ((hp.n_embd + 31) / 32), nb_ffn * ((hp.n_ff + 31) / 32));
-  bool ok = g->x_.allocate(nb * hp.n_embd) && g->xn_.allocate(nb * hp.n_embd) && g->q_.allocate(nb * hp.n_embd) &&
+  const size_t xq_blocks = std::max(nb * ((std::max(hp.n_embd, hp.q_dim()) + 31) / 32), nb_ffn * ((hp.n_ff + 31) / 32));
+  bool ok = g->x_.allocate(nb * hp.n_embd) && g->xn_.allocate(nb * hp.n_embd) && g->q_.allocate(nb * hp.q_dim()) &&
             g->k_cur_.allocate(nb * hp.kv_dim()) && g->v_cur_.allocate(nb * hp.kv_dim()) &&
-            g->att_out_.allocate(nb * hp.n_embd) && g->gate_.allocate(nb_ffn * hp.n_ff) &&
+            g->att_out_.allocate(nb * hp.q_dim()) && g->gate_.allocate(nb_ffn * hp.n_ff) &&
             g->up_.allocate(nb_ffn * hp.n_ff) && g->xq_.allocate(xq_blocks) &&
             g->scores_.allocate(g->n_threads_ *
                                 attention_scratch_floats(params.n_ctx, hp.head_dim, hp.n_head / hp.n_head_kv)) &&
             g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
+            (hp.rope_freq_base_local == 0.0f ||
+             g->rope_cs_local_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim)) &&
             g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab);
   // Q8_K input only when some weight's kernel takes it (row lengths are then multiples of 256).
   bool any_q8_k = false;
@@ -64,24 +92,20 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
   if (any_q8_k) ok = ok && g->xqk_.allocate(std::max(nb * (hp.n_embd / kQK), nb_ffn * (hp.n_ff / kQK)));
   if (!ok) return Error(Code::out_of_memory, "cannot allocate the forward-pass scratch buffers");
 
-  // RoPE as GGUF llama models use it: adjacent pairs (x[2i], x[2i+1]) of the first rope_dim
-  // dimensions of each head turn by pos * base^(-2i / rope_dim).
-  const uint32_t half = hp.rope_dim / 2;
-  for (uint32_t pos = 0; pos < params.n_ctx; ++pos) {
-    for (uint32_t i = 0; i < half; ++i) {
-      const double freq = std::pow(static_cast<double>(hp.rope_freq_base), -2.0 * i / hp.rope_dim);
-      const double theta = pos * freq;
-      g->rope_cs_[(static_cast<size_t>(pos) * half + i) * 2] = static_cast<float>(std::cos(theta));
-      g->rope_cs_[(static_cast<size_t>(pos) * half + i) * 2 + 1] = static_cast<float>(std::sin(theta));
-    }
-  }
+  const float* factors = model.rope_factors(params.n_ctx);
+  fill_rope_table(g->rope_cs_.data(), params.n_ctx, hp.rope_dim, hp.rope_style, hp.rope_freq_base, hp.rope_freq_scale,
+                  factors, hp.rope_attn_factor);
+  if (hp.rope_freq_base_local != 0.0f)  // gemma3's windowed layers: their own base, no scaling
+    fill_rope_table(g->rope_cs_local_.data(), params.n_ctx, hp.rope_dim, hp.rope_style, hp.rope_freq_base_local, 1.0,
+                    factors, hp.rope_attn_factor);
   *out = std::move(g);
   return Status::Ok();
 }
 
 size_t LlamaGraph::scratch_bytes() const {
   return x_.bytes() + xn_.bytes() + q_.bytes() + k_cur_.bytes() + v_cur_.bytes() + att_out_.bytes() + gate_.bytes() +
-         up_.bytes() + scores_.bytes() + xq_.bytes() + xqk_.bytes() + rope_cs_.bytes() + logits_.bytes();
+         up_.bytes() + scores_.bytes() + xq_.bytes() + xqk_.bytes() + rope_cs_.bytes() + rope_cs_local_.bytes() +
+         logits_.bytes();
 }
 
 LlamaGraph::MatmulInput LlamaGraph::matmul_input(const MatmulTarget* targets, size_t count, uint32_t n_tok,
@@ -178,7 +202,7 @@ void LlamaGraph::plan_reads(const NextDispatch& next, size_t thread, size_t n_th
   }
   if (next.kv == nullptr) return;
   // The keys and values of this thread's heads, as attention() hands them out for one token.
-  const LlamaHparams& hp = model_.hparams();
+  const ModelConfig& hp = model_.hparams();
   const KvArena& kv = *next.kv;
   const size_t row = kv.head_dim() * kv.entry_bytes();
   const bool by_kv_head = grouped_attention(kv);
@@ -191,58 +215,80 @@ void LlamaGraph::plan_reads(const NextDispatch& next, size_t thread, size_t n_th
   }
 }
 
-void LlamaGraph::attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t n_visible,
-                                float* scratch) {
-  const LlamaHparams& hp = model_.hparams();
+void LlamaGraph::attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t start,
+                                uint32_t n_visible, float* scratch) {
+  const ModelConfig& hp = model_.hparams();
   const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
-  const size_t q0 = static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(kvh) * group * hd;
+  const size_t q0 = static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(kvh) * group * hd;
+  const auto* keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, start));
+  const auto* values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, start));
+  const uint32_t n = n_visible - start;
   if (!grouped_attention(kv)) {
     // No grouped kernel: each query head as attention() runs it, so both decode paths give the same bits.
-    const auto* keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0));
-    const auto* values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0));
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (size_t q = q0; q < q0 + static_cast<size_t>(group) * hd; q += hd) {
-      k_->scores_f16(q_.data() + q, keys, hd, n_visible, hd, scale, scratch);
-      k_->softmax(scratch, n_visible);
-      k_->weighted_sum_f16(att_out_.data() + q, scratch, values, hd, n_visible, hd);
+      k_->scores_f16(q_.data() + q, keys, hd, n, hd, hp.attn_scale, scratch);
+      k_->softmax(scratch, n);
+      k_->weighted_sum_f16(att_out_.data() + q, scratch, values, hd, n, hd);
     }
     return;
   }
-  k_->attend_heads_f16(q_.data() + q0, group, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)),
-                       reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), n_visible, hd,
-                       1.0f / std::sqrt(static_cast<float>(hd)), scratch, att_out_.data() + q0);
+  k_->attend_heads_f16(q_.data() + q0, group, keys, values, n, hd, hp.attn_scale, scratch, att_out_.data() + q0);
 }
 
 bool LlamaGraph::grouped_attention(const KvArena& kv) const {
-  const LlamaHparams& hp = model_.hparams();
+  const ModelConfig& hp = model_.hparams();
   return kv.type() == KvType::f16 && k_->attend_heads_f16 != nullptr && hp.head_dim % 16 == 0 &&
          hp.head_dim <= simd::kAttendHeadsMaxDim;
 }
 
-void LlamaGraph::rope(float* vec, uint32_t head0, uint32_t head1, uint32_t pos) const {
-  const LlamaHparams& hp = model_.hparams();
+const float* LlamaGraph::rope_table(uint32_t layer, uint32_t pos) const {
+  const ModelConfig& hp = model_.config();
+  return (hp.local_rope(layer) ? rope_cs_local_ : rope_cs_).data() + static_cast<size_t>(pos) * hp.rope_dim;
+}
+
+void LlamaGraph::rope(uint32_t layer, float* vec, uint32_t head0, uint32_t head1, uint32_t pos) const {
+  const ModelConfig& hp = model_.hparams();
   const uint32_t half = hp.rope_dim / 2;
-  const float* cs = rope_cs_.data() + static_cast<size_t>(pos) * half * 2;
-  for (uint32_t h = head0; h < head1; ++h) k_->rope(vec + static_cast<size_t>(h) * hp.head_dim, cs, half);
+  const float* cs = rope_table(layer, pos);
+  const auto turn = hp.rope_style == RopeStyle::neox_halves ? k_->rope_neox : k_->rope;
+  for (uint32_t h = head0; h < head1; ++h) turn(vec + static_cast<size_t>(h) * hp.head_dim, cs, half);
+}
+
+void LlamaGraph::finish_qkv(uint32_t layer, float* q, float* k, float* v, uint32_t kvh0, uint32_t kvh1,
+                            uint32_t pos) const {
+  const ModelConfig& hp = model_.config();
+  const LayerWeights& L = model_.layers()[layer];
+  const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+  const size_t q0 = static_cast<size_t>(kvh0) * group * hd, q1 = static_cast<size_t>(kvh1) * group * hd;
+  const size_t k0 = static_cast<size_t>(kvh0) * hd, k1 = static_cast<size_t>(kvh1) * hd;
+  if (L.bq != nullptr) k_->add(q + q0, L.bq + q0, q1 - q0);
+  if (L.bk != nullptr) k_->add(k + k0, L.bk + k0, k1 - k0);
+  if (L.bv != nullptr) k_->add(v + k0, L.bv + k0, k1 - k0);
+  if (L.q_norm != nullptr)
+    for (size_t i = q0; i < q1; i += hd) k_->rmsnorm(q + i, q + i, L.q_norm, hd, hp.rms_eps);
+  if (L.k_norm != nullptr)
+    for (size_t i = k0; i < k1; i += hd) k_->rmsnorm(k + i, k + i, L.k_norm, hd, hp.rms_eps);
+  rope(layer, q, kvh0 * group, kvh1 * group, pos);
+  rope(layer, k, kvh0, kvh1, pos);
 }
 
 bool LlamaGraph::heads_per_thread(const GraphBatch& batch, const KvArena& kv, size_t n_threads) const {
-  // F16 keys and values (attend_kv_head, with or without the grouped kernel) and heads in whole 16-row
-  // groups, shared evenly by the threads.
-  const LlamaHparams& hp = model_.hparams();
+  // F16 keys and values (attend_kv_head, with or without the grouped kernel), heads in whole 16-row groups
+  // shared evenly by the threads, and no soft-capping (the general scores path applies it).
+  const ModelConfig& hp = model_.hparams();
   return batch.n == 1 && batch.views == nullptr && kv.type() == KvType::f16 && hp.head_dim % 16 == 0 &&
-         hp.n_head_kv % n_threads == 0;
+         hp.attn_softcap == 0.0f && hp.n_head_kv % n_threads == 0;
 }
 
 void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batch, KvArena& kv, ThreadPool& pool,
                                           const NextDispatch& next) {
-  const LlamaHparams& hp = model_.hparams();
+  const ModelConfig& hp = model_.hparams();
   const LayerWeights& L = model_.layers()[layer];
   const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
   const size_t per_thread = attention_scratch_floats(n_ctx_, hd, group);
   const uint32_t pos = batch.pos_of(0), slot = batch.slot_of(0), n_vis = batch.n_visible(0);
   const MatmulTarget qkv[] = {
-      {&L.wq, q_.data(), hp.n_embd}, {&L.wk, k_cur_.data(), hp.kv_dim()}, {&L.wv, v_cur_.data(), hp.kv_dim()}};
+      {&L.wq, q_.data(), q_dim_}, {&L.wk, k_cur_.data(), hp.kv_dim()}, {&L.wv, v_cur_.data(), hp.kv_dim()}};
   const MatmulInput in = matmul_input(qkv, 3, 1, xn_.data(), hp.n_embd, pool);
   pool.run(
       [&](size_t thread, size_t n_threads) {
@@ -253,11 +299,11 @@ void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batc
         matmul_rows(qkv[0], in, static_cast<size_t>(h0) * group * hd, static_cast<size_t>(h1) * group * hd);
         matmul_rows(qkv[1], in, static_cast<size_t>(h0) * hd, static_cast<size_t>(h1) * hd);
         matmul_rows(qkv[2], in, static_cast<size_t>(h0) * hd, static_cast<size_t>(h1) * hd);
-        rope(q_.data(), h0 * group, h1 * group, pos);
-        rope(k_cur_.data(), h0, h1, pos);
+        finish_qkv(layer, q_.data(), k_cur_.data(), v_cur_.data(), h0, h1, pos);
         kv.store_heads(layer, slot, h0, h1, k_cur_.data(), v_cur_.data(), k_->to_f16);
         float* scratch = scores_.data() + thread * per_thread;
-        for (uint32_t kvh = h0; kvh < h1; ++kvh) attend_kv_head(layer, kv, 0, kvh, n_vis, scratch);
+        for (uint32_t kvh = h0; kvh < h1; ++kvh)
+          attend_kv_head(layer, kv, 0, kvh, window_start(layer, n_vis), n_vis, scratch);
       },
       reads_of(next));
 }
@@ -266,13 +312,15 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
                            const NextDispatch& next) {
   const auto plan = reads_of(next);
   const uint32_t n = batch.n;
-  const LlamaHparams& hp = model_.hparams();
+  const ModelConfig& hp = model_.hparams();
   const uint32_t hd = hp.head_dim;
   const uint32_t group = hp.n_head / hp.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = hp.attn_scale;
+  const float softcap = hp.attn_softcap;  // needs the scores between the products and softmax
   const size_t per_thread = attention_scratch_floats(n_ctx_, hd, group);
   const bool f16 = kv.type() == KvType::f16;  // rows are read in place, F16 through the kernels
-  if (f16 && k_->attend_f16 != nullptr && batch.views == nullptr && n >= 4) {
+  if (f16 && k_->attend_f16 != nullptr && batch.views == nullptr && n >= 4 && softcap == 0.0f &&
+      hp.window_of(layer) == 0) {
     // A causal batch: each task is one head and up to 16 consecutive tokens, whose visible slots are
     // all [0, n_visible) of the arena.
     const uint32_t n_tiles = (n + simd::kAttendQueries - 1) / simd::kAttendQueries;
@@ -285,16 +333,16 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
         const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
         const uint32_t n_q = std::min<uint32_t>(simd::kAttendQueries, n - t0);
         for (uint32_t i = 0; i < n_q; ++i) n_vis[i] = batch.n_visible(t0 + i);
-        const size_t row0 = static_cast<size_t>(t0) * hp.n_embd + static_cast<size_t>(h) * hd;
-        k_->attend_f16(q_.data() + row0, hp.n_embd, n_q, n_vis,
+        const size_t row0 = static_cast<size_t>(t0) * q_dim_ + static_cast<size_t>(h) * hd;
+        k_->attend_f16(q_.data() + row0, q_dim_, n_q, n_vis,
                        reinterpret_cast<const uint16_t*>(kv.key(layer, h / group, 0)),
                        reinterpret_cast<const uint16_t*>(kv.value(layer, h / group, 0)), hd, hd, scale, scratch,
-                       att_out_.data() + row0, hp.n_embd);
+                       att_out_.data() + row0, q_dim_);
       }
     });
     return;
   }
-  if (batch.views == nullptr && grouped_attention(kv)) {
+  if (batch.views == nullptr && grouped_attention(kv) && softcap == 0.0f) {
     // Each task is one token and one KV head with all the query heads that read it, so every key and
     // value row is widened once per group rather than once per query head. Also without grouping (one
     // query head per KV head): this one pass per head beat scores + softmax + weighted sum by 14 % with
@@ -305,7 +353,9 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           float* scratch = scores_.data() + thread * per_thread;
           for (size_t task = thread; task < n_tasks; task += n_threads) {
             const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
-            attend_kv_head(layer, kv, t, static_cast<uint32_t>(task % hp.n_head_kv), batch.n_visible(t), scratch);
+            const uint32_t n_vis = batch.n_visible(t);
+            attend_kv_head(layer, kv, t, static_cast<uint32_t>(task % hp.n_head_kv), window_start(layer, n_vis), n_vis,
+                           scratch);
           }
         },
         plan);
@@ -323,37 +373,36 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           const uint32_t t = static_cast<uint32_t>(task / hp.n_head);
           const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
           const uint32_t kvh = h / group;
-          const uint32_t n_pos = batch.n_visible(t);
-          const float* q = q_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
+          // The visible positions [start, n_visible): all, or a windowed layer's last sliding_window.
+          const uint32_t n_visible = batch.n_visible(t);
+          const uint32_t start = window_start(layer, n_visible), n_pos = n_visible - start;
+          auto slot = [&](uint32_t p) { return batch.visible_slot(t, start + p); };
+          const float* q = q_.data() + static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(h) * hd;
           if (consecutive) {
-            k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, 0)), hd, n_pos, hd, scale, scores);
+            k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, start)), hd, n_pos, hd, scale,
+                           scores);
           } else if (f16) {
             for (uint32_t p = 0; p < n_pos; ++p)
-              scores[p] =
-                  k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) *
-                  scale;
+              scores[p] = k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, slot(p))), hd) * scale;
           } else {
             for (uint32_t p = 0; p < n_pos; ++p)
-              scores[p] =
-                  k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, kvh, batch.visible_slot(t, p))), hd) *
-                  scale;
+              scores[p] = k_->dot_f32(q, reinterpret_cast<const float*>(kv.key(layer, kvh, slot(p))), hd) * scale;
           }
+          if (softcap != 0.0f) k_->softcap(scores, n_pos, softcap);
           k_->softmax(scores, n_pos);
-          float* out = att_out_.data() + static_cast<size_t>(t) * hp.n_embd + static_cast<size_t>(h) * hd;
+          float* out = att_out_.data() + static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(h) * hd;
           if (consecutive) {
-            k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, 0)), hd, n_pos,
+            k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, start)), hd, n_pos,
                                  hd);
             continue;
           }
           std::fill_n(out, hd, 0.0f);
           if (f16) {
             for (uint32_t p = 0; p < n_pos; ++p)
-              k_->axpy_f16(out, scores[p],
-                           reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, batch.visible_slot(t, p))), hd);
+              k_->axpy_f16(out, scores[p], reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, slot(p))), hd);
           } else {
             for (uint32_t p = 0; p < n_pos; ++p)
-              k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, kvh, batch.visible_slot(t, p))),
-                       hd);
+              k_->axpy(out, scores[p], reinterpret_cast<const float*>(kv.value(layer, kvh, slot(p))), hd);
           }
         }
       },
@@ -361,21 +410,24 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
 }
 
 void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint32_t n_past) {
-  const LlamaHparams& hp = model_.hparams();
+  const ModelConfig& hp = model_.hparams();
   const uint32_t half = hp.rope_dim / 2;
-  const float* cs = rope_cs_.data() + static_cast<size_t>(n_discard) * half * 2;  // angle of n_discard
+  const bool neox = hp.rope_style == RopeStyle::neox_halves;
   float* k = k_cur_.data();  // scratch rows, free between forward passes
   float* v = v_cur_.data();
   for (uint32_t l = 0; l < hp.n_layer; ++l) {
+    const float* cs = rope_table(l, n_discard);  // angle of n_discard, in this layer's table
     for (uint32_t p = n_keep + n_discard; p < n_past; ++p) {
       kv.load(l, p, k, v);
       for (uint32_t h = 0; h < hp.n_head_kv; ++h) {
         float* x = k + static_cast<size_t>(h) * hp.head_dim;
         for (uint32_t i = 0; i < half; ++i) {  // rotate by -angle: cos(-a) = cos a, sin(-a) = -sin a
-          const float c = cs[2 * i], sn = cs[2 * i + 1];
-          const float a = x[2 * i], b = x[2 * i + 1];
-          x[2 * i] = a * c + b * sn;
-          x[2 * i + 1] = b * c - a * sn;
+          // The pair and its angle, in the layout of the RoPE style (rope_table()).
+          const uint32_t ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
+          const float c = cs[ia], sn = cs[ib];
+          const float a = x[ia], b = x[ib];
+          x[ia] = a * c + b * sn;
+          x[ib] = b * c - a * sn;
         }
       }
       kv.store(l, p - n_discard, k, v, k_->to_f16);
@@ -386,7 +438,7 @@ void LlamaGraph::shift_kv(KvArena& kv, uint32_t n_keep, uint32_t n_discard, uint
 void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool) {
   const int32_t* tokens = batch.tokens;
   const uint32_t n = batch.n;
-  const LlamaHparams& hp = model_.hparams();
+  const ModelConfig& hp = model_.hparams();
   const uint32_t dim = hp.n_embd, kv_dim = hp.kv_dim(), ff = hp.n_ff;
   float* x = x_.data();
   float* xn = xn_.data();
@@ -405,12 +457,16 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     return next_matmul(&L.wq, &L.wk, &L.wv);
   };
 
-  for (uint32_t t = 0; t < n; ++t) model_.embed(tokens[t], x + static_cast<size_t>(t) * dim);
+  for (uint32_t t = 0; t < n; ++t) {
+    model_.embed(tokens[t], x + static_cast<size_t>(t) * dim);
+    if (hp.embd_scale != 1.0f) k_->scale(x + static_cast<size_t>(t) * dim, hp.embd_scale, dim);
+  }
 
   for (uint32_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = model_.layers()[l];
 
-    // Attention block: RMSNorm -> Q, K, V -> RoPE -> KV arena -> attention -> output projection. In
+    // Attention block: RMSNorm -> Q, K, V (+ biases, per-head norms) -> RoPE -> KV arena -> attention
+    // (over the window on windowed layers) -> output projection (+ bias, post-norm) -> residual. In
     // decode, when the threads can share the KV heads evenly, each thread runs the steps up to the
     // output projection for its own heads in one dispatch (attention_block_by_heads).
     for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.attn_norm, dim, hp.rms_eps);
@@ -418,23 +474,28 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
       attention_block_by_heads(l, batch, kv, pool, next_matmul(&L.wo));
     } else {
       const MatmulTarget qkv[] = {
-          {&L.wq, q_.data(), dim}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
+          {&L.wq, q_.data(), q_dim_}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
       NextDispatch next_attention;
       if (decode) next_attention.kv = &kv, next_attention.layer = l, next_attention.n_visible = batch.n_visible(0);
       matmul(qkv, 3, n, xn, dim, pool, next_attention);
       for (uint32_t t = 0; t < n; ++t) {
-        rope(q_.data() + static_cast<size_t>(t) * dim, 0, hp.n_head, batch.pos_of(t));
-        rope(k_cur_.data() + static_cast<size_t>(t) * kv_dim, 0, hp.n_head_kv, batch.pos_of(t));
+        finish_qkv(l, q_.data() + static_cast<size_t>(t) * q_dim_, k_cur_.data() + static_cast<size_t>(t) * kv_dim,
+                   v_cur_.data() + static_cast<size_t>(t) * kv_dim, 0, hp.n_head_kv, batch.pos_of(t));
         kv.store(l, batch.slot_of(t), k_cur_.data() + static_cast<size_t>(t) * kv_dim,
                  v_cur_.data() + static_cast<size_t>(t) * kv_dim, k_->to_f16);
       }
       attention(l, batch, kv, pool, next_matmul(&L.wo));
     }
     const MatmulTarget wo[] = {{&L.wo, xn, dim}};
-    matmul(wo, 1, n, att_out_.data(), dim, pool, next_matmul(&L.w_gate, &L.w_up));
-    for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
+    matmul(wo, 1, n, att_out_.data(), q_dim_, pool, next_matmul(&L.w_gate, &L.w_up));
+    for (uint32_t t = 0; t < n; ++t) {
+      float* out = xn + t * dim;
+      if (L.bo != nullptr) k_->add(out, L.bo, dim);
+      if (L.post_attn_norm != nullptr) k_->rmsnorm(out, out, L.post_attn_norm, dim, hp.rms_eps);
+      k_->add(x + t * dim, out, dim);
+    }
 
-    // Feed-forward block: RMSNorm -> SwiGLU -> down projection.
+    // Feed-forward block: RMSNorm -> SwiGLU or GELU-gated -> down projection (-> post-norm) -> residual.
     // kFfnTokens tokens at a time; each group's output overwrites its own normalized rows.
     for (uint32_t t = 0; t < n; ++t) k_->rmsnorm(xn + t * dim, x + t * dim, L.ffn_norm, dim, hp.rms_eps);
     for (uint32_t t0 = 0; t0 < n; t0 += kFfnTokens) {
@@ -442,11 +503,15 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
       float* rows = xn + static_cast<size_t>(t0) * dim;
       const MatmulTarget gate_up[] = {{&L.w_gate, gate_.data(), ff}, {&L.w_up, up_.data(), ff}};
       matmul(gate_up, 2, nt, rows, dim, pool, next_matmul(&L.w_down));
-      for (uint32_t t = 0; t < nt; ++t) k_->silu_mul(gate_.data() + t * ff, up_.data() + t * ff, ff);
+      const auto activate = hp.activation == Activation::gelu_tanh ? k_->gelu_mul : k_->silu_mul;
+      for (uint32_t t = 0; t < nt; ++t) activate(gate_.data() + t * ff, up_.data() + t * ff, ff);
       const MatmulTarget down[] = {{&L.w_down, rows, dim}};
       matmul(down, 1, nt, gate_.data(), ff, pool, l + 1 < hp.n_layer ? next_qkv(l + 1) : next_matmul(&model_.output()));
     }
-    for (uint32_t t = 0; t < n; ++t) k_->add(x + t * dim, xn + t * dim, dim);
+    for (uint32_t t = 0; t < n; ++t) {
+      if (L.post_ffn_norm != nullptr) k_->rmsnorm(xn + t * dim, xn + t * dim, L.post_ffn_norm, dim, hp.rms_eps);
+      k_->add(x + t * dim, xn + t * dim, dim);
+    }
   }
 
   // Output: final norm and classifier, for the last token only unless every logit is wanted.
@@ -456,6 +521,9 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     k_->rmsnorm(xn + (t - first) * dim, x + t * dim, model_.output_norm(), dim, hp.rms_eps);
   const MatmulTarget output[] = {{&model_.output(), logits_.data(), n_vocab_}};
   matmul(output, 1, count, xn, dim, pool, next_qkv(0));
+  if (hp.final_softcap != 0.0f)
+    for (uint32_t i = 0; i < count; ++i)
+      k_->softcap(logits_.data() + static_cast<size_t>(i) * n_vocab_, n_vocab_, hp.final_softcap);
 }
 
 }  // namespace lmrt

@@ -1,6 +1,7 @@
-// The llama forward pass. A LlamaGraph is the per-context state (scratch buffers for n_batch
-// tokens, RoPE table, logits) over an immutable LlamaModel; forward() runs a batch of tokens
-// through every layer, writing their keys and values into the KV arena.
+// The decoder forward pass, driven by the model's ModelConfig (norm placement, biases, QK-norms, RoPE
+// style, activation, soft-capping, sliding windows). A LlamaGraph is the per-context state (scratch
+// buffers for n_batch tokens, RoPE tables, logits) over an immutable LlamaModel; forward() runs a batch
+// of tokens through every layer, writing their keys and values into the KV arena.
 #pragma once
 
 #include <cstdint>
@@ -123,11 +124,24 @@ class LlamaGraph {
   // the same n_cols) in one pool dispatch, quantizing x once. `next` is read only for one token.
   void matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx, ThreadPool& pool,
               const NextDispatch& next);
-  // Turns heads [head0, head1) of the row at vec (head_dim floats each) to position pos.
-  void rope(float* vec, uint32_t head0, uint32_t head1, uint32_t pos) const;
+  // Turns heads [head0, head1) of the row at vec (head_dim floats each) to position pos, with `layer`'s
+  // RoPE table and the model's RoPE style.
+  void rope(uint32_t layer, float* vec, uint32_t head0, uint32_t head1, uint32_t pos) const;
+  // What follows the Q, K and V products of one token, for KV heads [kvh0, kvh1) and their query heads:
+  // biases, per-head RMSNorms of Q and K, RoPE of Q and K at `pos`. q, k and v are the token's rows.
+  void finish_qkv(uint32_t layer, float* q, float* k, float* v, uint32_t kvh0, uint32_t kvh1, uint32_t pos) const;
+  // The first of a token's n_visible positions that `layer` attends to: all of them, or the last
+  // sliding_window on a windowed layer.
+  uint32_t window_start(uint32_t layer, uint32_t n_visible) const {
+    const uint32_t w = model_.config().window_of(layer);
+    return w != 0 && n_visible > w ? n_visible - w : 0;
+  }
+  // RoPE table of `layer`: [n_ctx][rope_dim / 2] angles, as (cos, sin) pairs for adjacent-pair RoPE or
+  // rope_dim / 2 cosines then as many sines for NeoX halves.
+  const float* rope_table(uint32_t layer, uint32_t pos) const;
   // Whether attention_block_by_heads() runs this batch: one token without views, F16 keys and values
-  // with heads in whole 16-row groups, and n_threads dividing the KV heads (so every thread gets the
-  // same work).
+  // with heads in whole 16-row groups, no attention soft-capping, and n_threads dividing the KV heads (so
+  // every thread gets the same work).
   bool heads_per_thread(const GraphBatch& batch, const KvArena& kv, size_t n_threads) const;
   // Decode's Q, K, V, RoPE, KV store and attention of one layer in one dispatch: each thread takes whole
   // KV heads with their query heads, computes their rows of Q, K and V, stores its heads' keys and
@@ -137,9 +151,10 @@ class LlamaGraph {
                                 const NextDispatch& next);
   void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
                  const NextDispatch& next);
-  // Attention of token t's query heads that read KV head kvh, over its first n_visible positions, into
+  // Attention of token t's query heads that read KV head kvh, over its positions [start, n_visible), into
   // att_out_ (attend_heads_f16; `scratch` is the calling thread's slice of scores_).
-  void attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t n_visible, float* scratch);
+  void attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t start, uint32_t n_visible,
+                      float* scratch);
   // Whether attention() runs a batch without views as one task per token and KV head (attend_heads_f16,
   // with or without grouped queries) rather than per token and query head.
   bool grouped_attention(const KvArena& kv) const;
@@ -157,20 +172,22 @@ class LlamaGraph {
   uint32_t n_vocab_ = 0;
   bool logits_all_ = false;
   size_t n_threads_ = 1;
+  uint32_t q_dim_ = 0;  // n_head * head_dim: the row of q_ and att_out_
 
   AlignedBuffer<float> x_;        // residual stream [n_batch][n_embd]
   AlignedBuffer<float> xn_;       // normalised input [n_batch][n_embd]
-  AlignedBuffer<float> q_;        // [n_batch][n_embd]
+  AlignedBuffer<float> q_;        // [n_batch][q_dim]
   AlignedBuffer<float> k_cur_;    // [n_batch][kv_dim]
   AlignedBuffer<float> v_cur_;    // [n_batch][kv_dim]
-  AlignedBuffer<float> att_out_;  // [n_batch][n_embd]
+  AlignedBuffer<float> att_out_;  // [n_batch][q_dim]
   AlignedBuffer<float> gate_;     // [min(n_batch, kFfnTokens)][n_ff]
   AlignedBuffer<float> up_;       // [min(n_batch, kFfnTokens)][n_ff]
   AlignedBuffer<float> scores_;   // per thread: attention scratch (attention_scratch_floats)
   AlignedBuffer<simd::BlockQ8Act>
       xq_;  // quantized matmul input: the larger of [n_batch][n_embd / 32], [min(n_batch, kFfnTokens)][n_ff / 32]
   AlignedBuffer<BlockQ8_K> xqk_;  // the same as Q8_K blocks of 256, when the model has a kernel that takes them
-  AlignedBuffer<float> rope_cs_;  // [n_ctx][rope_dim / 2][cos, sin]
+  AlignedBuffer<float> rope_cs_;        // [n_ctx][rope_dim]: see rope_table()
+  AlignedBuffer<float> rope_cs_local_;  // the same for windowed layers with their own base (gemma3), else empty
   AlignedBuffer<float> logits_;   // [n_batch or 1][n_vocab]
 };
 

@@ -3,29 +3,10 @@
 #include <algorithm>
 
 #include "formats/dequantize.h"
+#include "runtime/model/arch_table.h"
+#include "formats/q4_0x16.h"
 
 namespace lmrt {
-
-namespace {
-
-constexpr uint32_t kMaxDim = 1u << 20;  // sanity bound on any hyper-parameter read from a file
-
-Status read_u32(const GgufFile& g, const std::string& key, bool required, uint32_t fallback, uint32_t* out) {
-  const GgufValue* v = g.find(key);
-  if (v == nullptr) {
-    if (required) return Error(Code::bad_format, "model metadata lacks '" + key + "'");
-    *out = fallback;
-    return Status::Ok();
-  }
-  auto x = v->as_int();
-  if (!x || *x <= 0 || *x > kMaxDim)
-    return Error(Code::bad_format,
-                 "model metadata '" + key + "' is not a positive integer up to " + std::to_string(kMaxDim));
-  *out = static_cast<uint32_t>(*x);
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status LlamaModel::load(std::unique_ptr<GgufFile> gguf, std::unique_ptr<LlamaModel>* out) {
   std::unique_ptr<LlamaModel> m(new LlamaModel());
@@ -54,65 +35,52 @@ Status LlamaModel::weight(const std::string& name, uint64_t n_cols, uint64_t n_r
   return Status::Ok();
 }
 
-Status LlamaModel::norm(const std::string& name, const float** out) {
+Status LlamaModel::vector(const std::string& name, uint32_t n, const float** out, bool optional) {
+  *out = nullptr;
+  if (optional && gguf_->find_tensor(name) == nullptr) return Status::Ok();
   WeightView w;
-  LMRT_RETURN_IF_ERROR(weight(name, hp_.n_embd, 1, &w));
+  LMRT_RETURN_IF_ERROR(weight(name, n, 1, &w));
   if (w.type == TensorType::f32 && reinterpret_cast<uintptr_t>(w.data) % alignof(float) == 0) {
     *out = reinterpret_cast<const float*>(w.data);
     return Status::Ok();
   }
-  std::vector<float>& v = converted_norms_.emplace_back(hp_.n_embd);
-  dequantize_row(w.type, w.data, v.data(), hp_.n_embd);
+  std::vector<float>& v = converted_norms_.emplace_back(n);
+  dequantize_row(w.type, w.data, v.data(), n);
   *out = v.data();
   return Status::Ok();
 }
 
+Status LlamaModel::row_view(const WeightView& w, const std::string& name, uint64_t r0, uint64_t n,
+                            WeightView* out) const {
+  // Q4_0x16 interleaves groups of 16 rows: a view must start and end on a group.
+  if (w.type == TensorType::q4_0x16 && (r0 % kQ4_0x16Rows != 0 || n % kQ4_0x16Rows != 0))
+    return Error(Code::bad_format, "tensor '" + name + "' is Q4_0x16 but its parts are not whole 16-row groups");
+  *out = w;
+  out->data = w.data + r0 * w.row_bytes;
+  out->n_rows = n;
+  return Status::Ok();
+}
+
+const float* LlamaModel::rope_factors(uint32_t n_ctx) const {
+  if (rope_freqs_ != nullptr) return rope_freqs_;
+  // As llama.cpp: the original context is rope.scaling.original_context_length, else the training one.
+  const uint32_t orig = hp_.rope_orig_ctx != 0 ? hp_.rope_orig_ctx : hp_.n_ctx_train;
+  if (rope_long_ != nullptr && n_ctx > orig) return rope_long_;
+  return rope_short_;
+}
+
 Status LlamaModel::init() {
   const GgufFile& g = *gguf_;
-  auto arch = g.get_string("general.architecture");
-  if (!arch) {
-    const GgufValue* v = g.find("general.architecture");
-    return Error(Code::bad_format, v == nullptr ? std::string("model metadata lacks 'general.architecture'")
-                                                : std::string("model metadata 'general.architecture' has type ") +
-                                                      gguf_value_type_name(v->type) + "; it must be a string");
-  }
-  if (*arch != "llama")
-    return Error(Code::unsupported, "architecture '" + std::string(*arch) + "' is not supported (only 'llama')");
-
-  LMRT_RETURN_IF_ERROR(read_u32(g, "llama.embedding_length", true, 0, &hp_.n_embd));
-  LMRT_RETURN_IF_ERROR(read_u32(g, "llama.feed_forward_length", true, 0, &hp_.n_ff));
-  LMRT_RETURN_IF_ERROR(read_u32(g, "llama.block_count", true, 0, &hp_.n_layer));
-  LMRT_RETURN_IF_ERROR(read_u32(g, "llama.attention.head_count", true, 0, &hp_.n_head));
-  LMRT_RETURN_IF_ERROR(read_u32(g, "llama.attention.head_count_kv", false, hp_.n_head, &hp_.n_head_kv));
-  LMRT_RETURN_IF_ERROR(read_u32(g, "llama.context_length", false, 2048, &hp_.n_ctx_train));
-  if (hp_.n_embd % hp_.n_head != 0)
-    return Error(Code::bad_format, "embedding length " + std::to_string(hp_.n_embd) +
-                                       " is not a multiple of the head count " + std::to_string(hp_.n_head));
-  if (hp_.n_head % hp_.n_head_kv != 0)
-    return Error(Code::bad_format, "head count " + std::to_string(hp_.n_head) +
-                                       " is not a multiple of the KV head count " + std::to_string(hp_.n_head_kv));
-  hp_.head_dim = hp_.n_embd / hp_.n_head;
-  LMRT_RETURN_IF_ERROR(read_u32(g, "llama.rope.dimension_count", false, hp_.head_dim, &hp_.rope_dim));
-  if (hp_.rope_dim > hp_.head_dim || hp_.rope_dim % 2 != 0)
-    return Error(Code::bad_format, "llama.rope.dimension_count " + std::to_string(hp_.rope_dim) +
-                                       " must be even and at most the head size " + std::to_string(hp_.head_dim));
-  if (auto base = g.get_float("llama.rope.freq_base")) {
-    if (!(*base > 0.0)) return Error(Code::bad_format, "llama.rope.freq_base must be positive");
-    hp_.rope_freq_base = static_cast<float>(*base);
-  }
-  if (auto eps = g.get_float("llama.attention.layer_norm_rms_epsilon")) {
-    if (!(*eps > 0.0 && *eps < 1.0))
-      return Error(Code::bad_format, "llama.attention.layer_norm_rms_epsilon is out of range");
-    hp_.rms_eps = static_cast<float>(*eps);
-  }
+  LMRT_RETURN_IF_ERROR(read_model_config(g, &hp_));
+  const std::string& arch = hp_.arch_name;
 
   const GgufTensorInfo* emb = g.find_tensor("token_embd.weight");
   if (emb == nullptr) return Error(Code::bad_format, "model lacks tensor 'token_embd.weight'");
   if (emb->ne[1] == 0 || emb->ne[1] > (1u << 24))
     return Error(Code::bad_format, "token_embd.weight has a bad vocabulary size");
   hp_.n_vocab = static_cast<uint32_t>(emb->ne[1]);
-  if (auto vs = g.get_int("llama.vocab_size"); vs && *vs != hp_.n_vocab)
-    return Error(Code::bad_format, "llama.vocab_size " + std::to_string(*vs) + " differs from token_embd.weight's " +
+  if (auto vs = g.get_int(arch + ".vocab_size"); vs && *vs != hp_.n_vocab)
+    return Error(Code::bad_format, arch + ".vocab_size " + std::to_string(*vs) + " differs from token_embd.weight's " +
                                        std::to_string(hp_.n_vocab) + " rows");
   LMRT_RETURN_IF_ERROR(weight("token_embd.weight", hp_.n_embd, hp_.n_vocab, &tok_embd_));
   if (tok_embd_.type == TensorType::q4_0x16)  // embeddings are looked up one row at a time
@@ -124,21 +92,52 @@ Status LlamaModel::init() {
     output_ = tok_embd_;
     tied_output_ = true;
   }
+  hp_.tied_output = tied_output_;
+  // RoPE frequency factors, one per rotated pair: Llama 3's, or LongRoPE's (phi3).
+  const uint32_t n_pairs = hp_.rope_dim / 2;
+  LMRT_RETURN_IF_ERROR(vector("rope_freqs.weight", n_pairs, &rope_freqs_, true));
+  LMRT_RETURN_IF_ERROR(vector("rope_factors_short.weight", n_pairs, &rope_short_, true));
+  LMRT_RETURN_IF_ERROR(vector("rope_factors_long.weight", n_pairs, &rope_long_, true));
 
-  const uint32_t kv_dim = hp_.kv_dim();
+  const uint32_t q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim(), hd = hp_.head_dim;
   layers_.resize(hp_.n_layer);
   for (uint32_t l = 0; l < hp_.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = layers_[l];
     LMRT_RETURN_IF_ERROR(norm(p + "attn_norm.weight", &L.attn_norm));
-    LMRT_RETURN_IF_ERROR(weight(p + "attn_q.weight", hp_.n_embd, hp_.n_embd, &L.wq));
-    LMRT_RETURN_IF_ERROR(weight(p + "attn_k.weight", hp_.n_embd, kv_dim, &L.wk));
-    LMRT_RETURN_IF_ERROR(weight(p + "attn_v.weight", hp_.n_embd, kv_dim, &L.wv));
-    LMRT_RETURN_IF_ERROR(weight(p + "attn_output.weight", hp_.n_embd, hp_.n_embd, &L.wo));
+    if (hp_.fused_qkv) {
+      WeightView qkv;
+      LMRT_RETURN_IF_ERROR(weight(p + "attn_qkv.weight", hp_.n_embd, q_dim + 2 * kv_dim, &qkv));
+      LMRT_RETURN_IF_ERROR(row_view(qkv, p + "attn_qkv.weight", 0, q_dim, &L.wq));
+      LMRT_RETURN_IF_ERROR(row_view(qkv, p + "attn_qkv.weight", q_dim, kv_dim, &L.wk));
+      LMRT_RETURN_IF_ERROR(row_view(qkv, p + "attn_qkv.weight", q_dim + kv_dim, kv_dim, &L.wv));
+    } else {
+      LMRT_RETURN_IF_ERROR(weight(p + "attn_q.weight", hp_.n_embd, q_dim, &L.wq));
+      LMRT_RETURN_IF_ERROR(weight(p + "attn_k.weight", hp_.n_embd, kv_dim, &L.wk));
+      LMRT_RETURN_IF_ERROR(weight(p + "attn_v.weight", hp_.n_embd, kv_dim, &L.wv));
+    }
+    LMRT_RETURN_IF_ERROR(vector(p + "attn_q.bias", q_dim, &L.bq, true));
+    LMRT_RETURN_IF_ERROR(vector(p + "attn_k.bias", kv_dim, &L.bk, true));
+    LMRT_RETURN_IF_ERROR(vector(p + "attn_v.bias", kv_dim, &L.bv, true));
+    if (hp_.qk_norm) {
+      LMRT_RETURN_IF_ERROR(vector(p + "attn_q_norm.weight", hd, &L.q_norm));
+      LMRT_RETURN_IF_ERROR(vector(p + "attn_k_norm.weight", hd, &L.k_norm));
+    }
+    LMRT_RETURN_IF_ERROR(weight(p + "attn_output.weight", q_dim, hp_.n_embd, &L.wo));
+    LMRT_RETURN_IF_ERROR(vector(p + "attn_output.bias", hp_.n_embd, &L.bo, true));
+    if (hp_.post_attn_norm) LMRT_RETURN_IF_ERROR(norm(p + "post_attention_norm.weight", &L.post_attn_norm));
     LMRT_RETURN_IF_ERROR(norm(p + "ffn_norm.weight", &L.ffn_norm));
-    LMRT_RETURN_IF_ERROR(weight(p + "ffn_gate.weight", hp_.n_embd, hp_.n_ff, &L.w_gate));
-    LMRT_RETURN_IF_ERROR(weight(p + "ffn_up.weight", hp_.n_embd, hp_.n_ff, &L.w_up));
+    if (hp_.fused_gate_up) {
+      WeightView gate_up;
+      LMRT_RETURN_IF_ERROR(weight(p + "ffn_up.weight", hp_.n_embd, 2ull * hp_.n_ff, &gate_up));
+      LMRT_RETURN_IF_ERROR(row_view(gate_up, p + "ffn_up.weight", 0, hp_.n_ff, &L.w_gate));
+      LMRT_RETURN_IF_ERROR(row_view(gate_up, p + "ffn_up.weight", hp_.n_ff, hp_.n_ff, &L.w_up));
+    } else {
+      LMRT_RETURN_IF_ERROR(weight(p + "ffn_gate.weight", hp_.n_embd, hp_.n_ff, &L.w_gate));
+      LMRT_RETURN_IF_ERROR(weight(p + "ffn_up.weight", hp_.n_embd, hp_.n_ff, &L.w_up));
+    }
     LMRT_RETURN_IF_ERROR(weight(p + "ffn_down.weight", hp_.n_ff, hp_.n_embd, &L.w_down));
+    if (hp_.post_ffn_norm) LMRT_RETURN_IF_ERROR(norm(p + "post_ffw_norm.weight", &L.post_ffn_norm));
   }
   for (const GgufTensorInfo& t : g.tensors()) n_params_ += t.n_elements;
   return Status::Ok();

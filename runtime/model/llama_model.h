@@ -1,6 +1,6 @@
-// A llama-architecture model: hyper-parameters from llama.* metadata and views of its weights,
-// which point straight into the GGUF mapping. Immutable after load; shared by any number of
-// contexts and threads.
+// A decoder-only model of any architecture in arch_table.h: its ModelConfig and views of its weights,
+// which point straight into the GGUF mapping (fused tensors as row views, never copies). Immutable after load; shared
+// by any number of contexts and threads.
 #pragma once
 
 #include <cstdint>
@@ -9,25 +9,10 @@
 #include <vector>
 
 #include "runtime/model/gguf_file.h"
+#include "runtime/model/model_config.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
-
-struct LlamaHparams {
-  uint32_t n_vocab = 0;
-  uint32_t n_embd = 0;
-  uint32_t n_ff = 0;
-  uint32_t n_layer = 0;
-  uint32_t n_head = 0;
-  uint32_t n_head_kv = 0;
-  uint32_t head_dim = 0;  // n_embd / n_head
-  uint32_t n_ctx_train = 0;
-  uint32_t rope_dim = 0;  // leading dimensions of each head that RoPE rotates
-  float rope_freq_base = 10000.0f;
-  float rms_eps = 1e-5f;
-
-  uint32_t kv_dim() const { return n_head_kv * head_dim; }
-};
 
 // A 2-D weight: n_rows rows of n_cols elements, rows row_bytes apart.
 struct WeightView {
@@ -38,11 +23,16 @@ struct WeightView {
   uint64_t row_bytes = 0;
 };
 
+// Optional parts are nullptr when the architecture or the file has none.
 struct LayerWeights {
   const float* attn_norm = nullptr;
-  WeightView wq, wk, wv, wo;
+  WeightView wq, wk, wv, wo;                                               // row views of attn_qkv when fused
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;  // biases
+  const float *q_norm = nullptr, *k_norm = nullptr;                        // per-head RMSNorm weights [head_dim]
+  const float* post_attn_norm = nullptr;
   const float* ffn_norm = nullptr;
-  WeightView w_gate, w_up, w_down;
+  WeightView w_gate, w_up, w_down;  // gate and up are row views of ffn_up when fused
+  const float* post_ffn_norm = nullptr;
 };
 
 class LlamaModel {
@@ -52,13 +42,17 @@ class LlamaModel {
   // architecture), bad_format (missing or mis-shaped tensors, inconsistent hyper-parameters).
   static Status load(std::unique_ptr<GgufFile> gguf, std::unique_ptr<LlamaModel>* out);
 
-  const LlamaHparams& hparams() const { return hp_; }
+  const ModelConfig& hparams() const { return hp_; }
+  const ModelConfig& config() const { return hp_; }
   const GgufFile& gguf() const { return *gguf_; }
   const WeightView& token_embd() const { return tok_embd_; }
   const float* output_norm() const { return output_norm_; }
   const WeightView& output() const { return output_; }  // token_embd when tied
   bool tied_output() const { return tied_output_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
+  // RoPE frequency factors [rope_dim / 2] (each angle is divided by its factor), or nullptr: Llama 3's
+  // rope_freqs.weight, else LongRoPE's long factors for contexts beyond rope_orig_ctx and short ones below.
+  const float* rope_factors(uint32_t n_ctx) const;
   uint64_t n_params() const { return n_params_; }
 
   // Writes the embedding row of `token` as floats (n_embd of them).
@@ -68,16 +62,21 @@ class LlamaModel {
   LlamaModel() = default;
   Status init();
   Status weight(const std::string& name, uint64_t n_cols, uint64_t n_rows, WeightView* out) const;
-  Status norm(const std::string& name, const float** out);
+  Status norm(const std::string& name, const float** out) { return vector(name, hp_.n_embd, out); }
+  // A 1-D F32 (or converted) tensor of n floats; `optional`: absent gives nullptr.
+  Status vector(const std::string& name, uint32_t n, const float** out, bool optional = false);
+  // Rows [r0, r0 + n) of `w` as a view of its own (fused Q/K/V, gate/up).
+  Status row_view(const WeightView& w, const std::string& name, uint64_t r0, uint64_t n, WeightView* out) const;
 
   std::unique_ptr<GgufFile> gguf_;
-  LlamaHparams hp_;
+  ModelConfig hp_;
   WeightView tok_embd_;
   WeightView output_;
   bool tied_output_ = false;
   const float* output_norm_ = nullptr;
   std::vector<LayerWeights> layers_;
   uint64_t n_params_ = 0;
+  const float *rope_freqs_ = nullptr, *rope_short_ = nullptr, *rope_long_ = nullptr;
   // Norm vectors stored as F16/BF16 in the file, converted once (they are tiny).
   std::vector<std::vector<float>> converted_norms_;
 };

@@ -148,6 +148,34 @@ TEST(CApi, TensorTypesEnumeratesEveryTypeOfAMixedFile) {
   ASSERT_EQ(lmrt_model_tensor_types(m.get(), 1, old, nullptr), LMRT_OK);
   EXPECT_STREQ(old->name, "Q3_K");
   for (size_t i = offsetof(lmrt_tensor_type_info, n_tensors); i < buf.size(); ++i) ASSERT_EQ(buf[i], 0xAB) << i;
+
+// The architecture's fields as the forward pass uses them: gemma2 (windows, soft-caps, post-norms, GELU)
+// and qwen2 (biases, NeoX RoPE, tied), from ../shared/models/arch.
+TEST(CApi, ModelArchDescribesTheNetwork) {
+  ModelPtr gemma2 = open("arch/gemma2-f16.gguf");
+  ASSERT_TRUE(gemma2);
+  lmrt_model_arch a;
+  a.struct_size = sizeof a;
+  ASSERT_EQ(lmrt_model_get_arch(gemma2.get(), &a), LMRT_OK);
+  EXPECT_EQ(a.head_dim, 64u);
+  EXPECT_EQ(a.rope_style, LMRT_ROPE_NEOX);
+  EXPECT_EQ(a.activation, LMRT_ACTIVATION_GELU_TANH);
+  EXPECT_EQ(a.flags, LMRT_ARCH_POST_ATTN_NORM | LMRT_ARCH_POST_FFN_NORM | LMRT_ARCH_TIED_OUTPUT);
+  EXPECT_EQ(a.sliding_window, 16u);
+  EXPECT_EQ(a.n_windowed_layers, 1u);  // layer 0 of 2
+  EXPECT_FLOAT_EQ(a.attn_softcap, 50.0f);
+  EXPECT_FLOAT_EQ(a.final_softcap, 30.0f);
+  EXPECT_FLOAT_EQ(a.embd_scale, 16.0f);
+  EXPECT_FLOAT_EQ(a.attn_scale, 0.125f);
+
+  ModelPtr qwen2 = open("arch/qwen2-f16.gguf");
+  ASSERT_TRUE(qwen2);
+  ASSERT_EQ(lmrt_model_get_arch(qwen2.get(), &a), LMRT_OK);
+  EXPECT_EQ(a.flags, LMRT_ARCH_QKV_BIAS | LMRT_ARCH_TIED_OUTPUT);
+  EXPECT_EQ(a.activation, LMRT_ACTIVATION_SWIGLU);
+  EXPECT_FLOAT_EQ(a.rope_freq_base, 1e6f);
+  EXPECT_EQ(a.sliding_window, 0u);
+  EXPECT_EQ(lmrt_model_get_arch(qwen2.get(), nullptr), LMRT_ERR_INVALID_ARGUMENT);
 }
 
 TEST(CApi, OlderCallersGetAPrefixOfGrownStructs) {

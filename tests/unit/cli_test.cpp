@@ -103,6 +103,19 @@ TEST(Cli, LogitsAndKldAgainstLlamaCpp) {
   EXPECT_NE(r.err.find("'x' is not a token id"), std::string::npos) << r.err;
   r = run_cli("logits -m " + model("quant/base-Q4_K_M.gguf") + " --ids '1 512' -o " + last);
   EXPECT_EQ(r.exit_code, 1);
+
+TEST(Cli, InfoPrintsTheArchitecturesFields) {
+  CliRun text = run_cli("info -m " + model("arch/gemma3-f16.gguf"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* line : {"window        16 positions on 2 of 2 layers", "rope          neox, 64 dims, base 1e+06",
+                           "windowed layers' base 10000", "ffn gelu_tanh, embedding scale 16",
+                           "parts         post_attn_norm, post_ffn_norm, qk_norm, tied_output"})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
+  CliRun json = run_cli("info -m " + model("arch/phi3-f16.gguf") + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  for (const char* key : {"\"architecture\":\"phi3\"", "\"rope_style\":\"neox\"", "\"fused_qkv\":true",
+                          "\"fused_gate_up\":true", "\"qkv_bias\":false", "\"head_dim\":64"})
+    EXPECT_NE(json.out.find(key), std::string::npos) << key << "\n" << json.out;
 }
 
 TEST(Cli, GenerationControlFlags) {

@@ -449,6 +449,73 @@ TEST_P(SimdKernels, SiluMulMatchesReference) {
   }
 }
 
+TEST_P(SimdKernels, GeluMulMatchesReference) {
+  for (size_t n : kLengths) {
+    std::vector<float> gate = random_floats(n, 61 + static_cast<uint32_t>(n), 4.0f);
+    const std::vector<float> up = random_floats(n, 62 + static_cast<uint32_t>(n));
+    if (n >= 4) {  // tanh saturated at both ends, and zero
+      gate[0] = -30.0f;
+      gate[1] = 30.0f;
+      gate[2] = -9.0f;
+      gate[3] = 0.0f;
+    }
+    std::vector<float> want = gate, got = gate;
+    ref().gelu_mul(want.data(), up.data(), n);
+    k().gelu_mul(got.data(), up.data(), n);
+    for (size_t i = 0; i < n; ++i)  // gelu(x) ~ 0 for x << 0: an absolute floor on the tolerance
+      ASSERT_NEAR(got[i], want[i], kElemTol * std::fabs(want[i]) + 1e-6) << "gelu_mul n=" << n << " i=" << i;
+  }
+}
+
+TEST_P(SimdKernels, SoftcapMatchesReference) {
+  for (size_t n : kLengths) {
+    const std::vector<float> x = random_floats(n, 71 + static_cast<uint32_t>(n), 80.0f);
+    std::vector<float> want = x, got = x;
+    ref().softcap(want.data(), n, 30.0f);
+    k().softcap(got.data(), n, 30.0f);
+    expect_close(got, want, "softcap", n);
+    for (float v : got) ASSERT_LE(std::fabs(v), 30.0f);
+  }
+}
+
+TEST_P(SimdKernels, ScaleIsExact) {
+  for (size_t n : kLengths) {
+    const std::vector<float> x = random_floats(n, 81 + static_cast<uint32_t>(n));
+    std::vector<float> want = x, got = x;
+    ref().scale(want.data(), 16.0f, n);
+    k().scale(got.data(), 16.0f, n);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], want[i]) << "n=" << n << " i=" << i;
+      ASSERT_EQ(want[i], x[i] * 16.0f);
+    }
+  }
+}
+
+// The halves layout: pair i is (v[i], v[i + n_pairs]); the reference is checked against a direct rotation.
+TEST_P(SimdKernels, RopeNeoxMatchesReference) {
+  for (size_t n_pairs : {1u, 3u, 4u, 7u, 8u, 16u, 17u, 32u, 64u}) {
+    const std::vector<float> v = random_floats(2 * n_pairs, 91 + static_cast<uint32_t>(n_pairs), 3.0f);
+    std::vector<float> cs(2 * n_pairs);
+    for (size_t i = 0; i < n_pairs; ++i) {
+      const double angle = 37.0 * std::pow(10000.0, -2.0 * static_cast<double>(i) / (2.0 * n_pairs));
+      cs[i] = static_cast<float>(std::cos(angle));
+      cs[n_pairs + i] = static_cast<float>(std::sin(angle));
+    }
+    std::vector<float> want = v, got = v;
+    ref().rope_neox(want.data(), cs.data(), n_pairs);
+    k().rope_neox(got.data(), cs.data(), n_pairs);
+    for (size_t i = 0; i < n_pairs; ++i) {
+      const double mag = std::fabs(v[i]) + std::fabs(v[i + n_pairs]);
+      const double a = v[i], b = v[i + n_pairs], c = cs[i], s = cs[n_pairs + i];
+      ASSERT_NEAR(want[i], a * c - b * s, 2.0 * FLT_EPSILON * mag) << "reference, pair " << i;
+      ASSERT_NEAR(want[i + n_pairs], a * s + b * c, 2.0 * FLT_EPSILON * mag) << "reference, pair " << i;
+      ASSERT_NEAR(got[i], want[i], 2.0 * FLT_EPSILON * mag) << "n_pairs=" << n_pairs << " pair " << i;
+      ASSERT_NEAR(got[i + n_pairs], want[i + n_pairs], 2.0 * FLT_EPSILON * mag)
+          << "n_pairs=" << n_pairs << " pair " << i;
+    }
+  }
+}
+
 TEST_P(SimdKernels, AddIsExact) {
   for (size_t n : kLengths) {
     const std::vector<float> x = random_floats(n, 41 + static_cast<uint32_t>(n));

@@ -158,6 +158,45 @@ typedef struct lmrt_tensor_type_info {
 LMRT_API lmrt_status lmrt_model_tensor_types(const lmrt_model* model, uint32_t index, lmrt_tensor_type_info* info,
                                              uint32_t* n_types);
 
+/* The network as lmrt runs it (the architecture's fields, from its GGUF keys and tensors). */
+#define LMRT_ROPE_ADJACENT 0u        /* RoPE turns pairs (x[2i], x[2i+1]) of each head (GGUF llama) */
+#define LMRT_ROPE_NEOX 1u            /* RoPE turns pairs (x[i], x[i + rope_dim / 2]) (qwen2, qwen3, phi3, gemma) */
+#define LMRT_ACTIVATION_SWIGLU 0u    /* FFN: silu(gate) * up */
+#define LMRT_ACTIVATION_GELU_TANH 1u /* FFN: gelu(gate) * up, GELU's tanh approximation */
+/* lmrt_model_arch.flags */
+#define LMRT_ARCH_POST_ATTN_NORM 1u /* RMSNorm of the attention output before the residual add */
+#define LMRT_ARCH_POST_FFN_NORM 2u  /* RMSNorm of the FFN output before the residual add */
+#define LMRT_ARCH_QK_NORM 4u        /* per-head RMSNorm of Q and K before RoPE */
+#define LMRT_ARCH_QKV_BIAS 8u       /* Q, K and V biases */
+#define LMRT_ARCH_OUTPUT_BIAS 16u   /* attention output projection bias */
+#define LMRT_ARCH_FUSED_QKV 32u     /* one attn_qkv tensor (read as row views, not copied) */
+#define LMRT_ARCH_FUSED_GATE_UP 64u /* ffn_up holds gate and up rows */
+#define LMRT_ARCH_TIED_OUTPUT 128u  /* the classifier is the token embedding */
+#define LMRT_ARCH_ROPE_FACTORS 256u /* RoPE frequency factors (rope_freqs, LongRoPE short/long) */
+
+typedef struct lmrt_model_arch {
+  uint32_t struct_size;
+  uint32_t head_dim;          /* per attention head; may differ from n_embd / n_head */
+  uint32_t rope_dim;          /* leading dimensions of each head that RoPE turns */
+  uint32_t rope_style;        /* LMRT_ROPE_* */
+  float rope_freq_base;       /* of the layers that attend to every position */
+  float rope_freq_base_local; /* of windowed layers with their own base (gemma3); 0: rope_freq_base */
+  float rope_freq_scale;      /* linear RoPE scaling: 1 / factor (1: none) */
+  uint32_t activation;        /* LMRT_ACTIVATION_* */
+  uint32_t flags;             /* LMRT_ARCH_* */
+  uint32_t sliding_window;    /* positions a windowed layer attends to; 0: none */
+  uint32_t n_windowed_layers; /* how many layers attend over the window only */
+  float rms_eps;              /* of every RMSNorm */
+  float embd_scale;           /* the token embedding is multiplied by this (1: none) */
+  float attn_scale;           /* q . k is multiplied by this */
+  float attn_softcap;         /* attention scores -> c tanh(scores / c); 0: none */
+  float final_softcap;        /* logits -> c tanh(logits / c); 0: none */
+} lmrt_model_arch;
+
+/* Fills *arch. The caller sets arch->struct_size (sizeof(lmrt_model_arch)); only that many bytes are
+ * written. Errors: INVALID_ARGUMENT. */
+LMRT_API lmrt_status lmrt_model_get_arch(const lmrt_model* model, lmrt_model_arch* arch);
+
 /* ---- tokens ------------------------------------------------------------------------------ */
 
 /* Flags for lmrt_tokenize. */
