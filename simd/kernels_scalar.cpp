@@ -210,6 +210,33 @@ void rope(float* v, const float* cs, size_t n_pairs) {
   }
 }
 
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), the approximation llama.cpp's GELU uses.
+void gelu_mul(float* gate, const float* up, size_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (size_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x))) * up[i];
+  }
+}
+
+void softcap(float* x, size_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
+void scale(float* x, float a, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] *= a;
+}
+
+void rope_neox(float* v, const float* cs, size_t n_pairs) {
+  for (size_t i = 0; i < n_pairs; ++i) {
+    const float a = v[i], b = v[i + n_pairs], c = cs[i], s = cs[n_pairs + i];
+    v[i] = a * c - b * s;
+    v[i + n_pairs] = a * s + b * c;
+  }
+}
+
+
 constexpr ActivationFormat kF32 = ActivationFormat::f32, kQ8_32 = ActivationFormat::q8_32;
 
 const Kernels kScalar = {

@@ -13,7 +13,7 @@
 
 #include "runtime/generate/context.h"
 #include "runtime/model/arch_table.h"
-#include "runtime/model/gguf_writer.h"
+#include "tools/gguf_writer.h"
 #include "runtime/model/llama_model.h"
 #include "test_support.h"
 

@@ -148,6 +148,7 @@ TEST(CApi, TensorTypesEnumeratesEveryTypeOfAMixedFile) {
   ASSERT_EQ(lmrt_model_tensor_types(m.get(), 1, old, nullptr), LMRT_OK);
   EXPECT_STREQ(old->name, "Q3_K");
   for (size_t i = offsetof(lmrt_tensor_type_info, n_tensors); i < buf.size(); ++i) ASSERT_EQ(buf[i], 0xAB) << i;
+}
 
 // The architecture's fields as the forward pass uses them: gemma2 (windows, soft-caps, post-norms, GELU)
 // and qwen2 (biases, NeoX RoPE, tied), from ../shared/models/arch.

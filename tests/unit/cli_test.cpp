@@ -103,6 +103,7 @@ TEST(Cli, LogitsAndKldAgainstLlamaCpp) {
   EXPECT_NE(r.err.find("'x' is not a token id"), std::string::npos) << r.err;
   r = run_cli("logits -m " + model("quant/base-Q4_K_M.gguf") + " --ids '1 512' -o " + last);
   EXPECT_EQ(r.exit_code, 1);
+}
 
 TEST(Cli, InfoPrintsTheArchitecturesFields) {
   CliRun text = run_cli("info -m " + model("arch/gemma3-f16.gguf"));
