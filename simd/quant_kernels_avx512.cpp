@@ -1,17 +1,61 @@
-// AVX-512 kernels for the K-quants and the other new quant types (simd/quant_kernels.h).
+// AVX-512 (F/BW/VL/DQ + VNNI) kernels for the K-quants and IQ4_XS against Q8_K activations
+// (simd/quant_kernels.h): the shared x86 code of quant_super_x86.h (its comment explains the method)
+// compiled for AVX-512, which gives it 32 vector registers (larger prefill tiles) and VNNI's vpdpwssd
+// for the scale multiply-add. Its registers stay 256 bits wide: on Zen 4, 512-bit integer operations
+// run as two 256-bit halves, so wider registers would add shuffles without adding throughput.
 //
-// None is native yet: every entry forwards to the scalar reference.
+// Q4_1, Q5_0, Q5_1 and IQ4_NL have no AVX-512 kernel yet: they forward to the scalar reference.
+//
+// Everything but the namespace's entry points has internal linkage (see simd/README.md).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "simd/matmul_tiling.h"
 #include "simd/quant_kernels.h"
 
 namespace lmrt::simd::avx512 {
+namespace {
 
-void quantize_q8_k(const float* x, BlockQ8_K* y, size_t n) { scalar::quantize_q8_k(x, y, n); }
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q2_k)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q3_k)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q4_k)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q5_k)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q6_k)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_iq4_xs)
+#include "simd/quant_super_x86.h"
+
+template <class W>
+void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                  size_t r0, size_t r1, float* y, size_t ldy) {
+  matmul_super<W, 4, 2, 6>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
+}  // namespace
+
+void quantize_q8_k(const float* x, BlockQ8_K* y, size_t n) { quantize_q8_k_x86(x, y, n); }
+
+void matmul_q2_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q2K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q3_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q3K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q4_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q4K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q5K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_iq4_xs(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  matmul_super<IQ4XS>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+
 LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q4_1)
 LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q5_0)
 LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q5_1)

@@ -1,0 +1,152 @@
+// Single-thread speed of the quant matmul kernels (simd/quant_kernels.h) against the Q4_0 kernel of the
+// Kernels table, on one weight shape: decode (one token) in GB/s of weight bytes read, over enough copies
+// of the matrix that they stream from memory (and over one copy, from cache), and prefill (n_tok tokens)
+// in GFLOP/s. Medians over passes, and the best pass (on a shared, loaded host the best pass is the one
+// least disturbed). Weights are random valid blocks (the speed does not depend on them).
+// usage: quant_matmul_bench [ISA=best] [ROWS=5632] [N=2048] [COPIES=24] [PASSES=15] [NTOK=64]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "formats/blocks.h"
+#include "simd/kernels.h"
+#include "simd/quant_kernels.h"
+
+namespace {
+
+using namespace lmrt;
+using namespace lmrt::simd;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double best(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+
+struct Kernel {
+  const char* name;
+  MatmulFn fn;
+  size_t block_elems, block_bytes;
+  bool q8_k;  // Q8_K activations (else BlockQ8Act)
+};
+
+std::vector<Kernel> kernels(Isa isa) {
+  const Kernels& k = kernels_for(isa);
+  std::vector<Kernel> v = {{"q4_0 (Kernels table)", k.matmul_q4_0, 32, sizeof(BlockQ4_0), false}};
+#define LMRT_BENCH_ISA(ns)                                                    \
+  v.push_back({"q4_k", ns::matmul_q4_k, 256, sizeof(BlockQ4_K), true});       \
+  v.push_back({"q5_k", ns::matmul_q5_k, 256, sizeof(BlockQ5_K), true});       \
+  v.push_back({"q6_k", ns::matmul_q6_k, 256, sizeof(BlockQ6_K), true});       \
+  v.push_back({"q3_k", ns::matmul_q3_k, 256, sizeof(BlockQ3_K), true});       \
+  v.push_back({"q2_k", ns::matmul_q2_k, 256, sizeof(BlockQ2_K), true});       \
+  v.push_back({"iq4_xs", ns::matmul_iq4_xs, 256, sizeof(BlockIQ4_XS), true}); \
+  v.push_back({"q4_1", ns::matmul_q4_1, 32, sizeof(BlockQ4_1), false});       \
+  v.push_back({"q5_0", ns::matmul_q5_0, 32, sizeof(BlockQ5_0), false});       \
+  v.push_back({"q5_1", ns::matmul_q5_1, 32, sizeof(BlockQ5_1), false});       \
+  v.push_back({"iq4_nl", ns::matmul_iq4_nl, 32, sizeof(BlockIQ4_NL), false});
+  switch (isa) {
+    case Isa::scalar:
+      LMRT_BENCH_ISA(scalar)
+      break;
+#if defined(LMRT_ARCH_X86)
+    case Isa::avx2:
+      LMRT_BENCH_ISA(avx2)
+      break;
+    case Isa::avx512:
+      LMRT_BENCH_ISA(avx512)
+      break;
+#elif defined(LMRT_ARCH_ARM)
+    case Isa::neon:
+      LMRT_BENCH_ISA(neon)
+      break;
+#endif
+    default:
+      break;
+  }
+#undef LMRT_BENCH_ISA
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Isa isa = best_isa();
+  if (argc > 1 && std::strcmp(argv[1], "best") != 0) {
+    bool found = false;
+    for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon})
+      if (std::strcmp(argv[1], isa_name(i)) == 0 && isa_available(i)) {
+        isa = i;
+        found = true;
+      }
+    if (!found) {
+      std::fprintf(stderr, "ISA %s is not available here\n", argv[1]);
+      return 2;
+    }
+  }
+  const size_t rows = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 5632;
+  const size_t n = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2048;
+  const size_t copies = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 24;
+  const int passes = argc > 5 ? std::atoi(argv[5]) : 15;
+  const size_t n_tok = argc > 6 ? std::strtoul(argv[6], nullptr, 10) : 64;
+  if (n % 256 != 0 || rows == 0 || copies == 0 || passes <= 0 || n_tok == 0) {
+    std::fprintf(stderr, "N must be a multiple of 256; ROWS, COPIES, PASSES, NTOK positive\n");
+    return 2;
+  }
+  std::printf("isa %s, %zu x %zu, %zu copies, %d passes, prefill %zu tokens, 1 thread\n", isa_name(isa), rows, n,
+              copies, passes, n_tok);
+  std::printf("%-22s %8s %20s %20s %20s\n", "kernel", "MB/copy", "decode GB/s med/best", "cached GB/s med/best",
+              "prefill GF/s med/best");
+
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> xf(n_tok * n);
+  for (float& f : xf) f = normal(rng);
+  std::vector<BlockQ8_K> x8k(n_tok * n / 256);
+  std::vector<BlockQ8Act> x8(n_tok * n / 32);
+  const Kernels& table = kernels_for(isa);
+  for (size_t t = 0; t < n_tok; ++t) {
+    scalar::quantize_q8_k(xf.data() + t * n, x8k.data() + t * n / 256, n);
+    table.quantize_q8_act(xf.data() + t * n, x8.data() + t * n / 32, n);
+  }
+  std::vector<float> y(n_tok * rows);
+  using Clock = std::chrono::steady_clock;
+
+  for (const Kernel& k : kernels(isa)) {
+    const size_t row_bytes = n / k.block_elems * k.block_bytes, bytes = rows * row_bytes;
+    std::vector<uint8_t> w(copies * bytes);
+    for (auto& b : w) b = static_cast<uint8_t>(rng());
+    // Random bytes with every 16-bit pair that reads as an fp16 Inf or NaN made finite, so the scales are
+    // finite wherever the layout keeps them (the quant bytes' values do not change the speed).
+    for (size_t blk = 0; blk < w.size() / k.block_bytes; ++blk)
+      for (size_t o = 0; o + 1 < k.block_bytes; o += 2)
+        if ((w[blk * k.block_bytes + o + 1] & 0x7C) == 0x7C) w[blk * k.block_bytes + o + 1] = 0x3C;
+    const void* x = k.q8_k ? static_cast<const void*>(x8k.data()) : static_cast<const void*>(x8.data());
+    const size_t x_row_bytes = k.q8_k ? n / 256 * sizeof(BlockQ8_K) : n / 32 * sizeof(BlockQ8Act);
+    std::vector<double> stream, cached, prefill;
+    for (int p = 0; p < passes; ++p) {
+      auto t0 = Clock::now();
+      for (size_t c = 0; c < copies; ++c)
+        k.fn(w.data() + c * bytes, row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
+      stream.push_back(static_cast<double>(copies * bytes) / std::chrono::duration<double>(Clock::now() - t0).count() /
+                       1e9);
+      t0 = Clock::now();
+      for (size_t c = 0; c < 4; ++c) k.fn(w.data(), row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
+      cached.push_back(static_cast<double>(4 * bytes) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+      if (p < 3) {
+        t0 = Clock::now();
+        k.fn(w.data(), row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
+        prefill.push_back(2.0 * static_cast<double>(rows * n * n_tok) /
+                          std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+      }
+    }
+    std::printf("%-22s %8.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f\n", k.name, static_cast<double>(bytes) / 1e6,
+                median(stream), best(stream), median(cached), best(cached), median(prefill), best(prefill));
+  }
+  return 0;
+}
