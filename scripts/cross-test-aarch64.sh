@@ -5,7 +5,8 @@
 #   2. a plain ARMv8.0 CPU (qemu -cpu cortex-a53), LMRT_ISA=neon: the widening-multiply Q4_0 path;
 #   3. the scalar table (LMRT_ISA=scalar).
 # It installs what it needs (as root, with apt-get) and builds, in <root>/build-aarch64, only the
-# library and one small test binary made of tests/unit/simd_kernels_test.cpp and forward_test.cpp.
+# library and one small test binary made of tests/unit/simd_kernels_test.cpp, quant_kernels_test.cpp and
+# forward_test.cpp.
 # Exits non-zero on any failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,8 +50,8 @@ set(LMRT_BUILD_TESTS OFF CACHE BOOL "" FORCE)
 set(LMRT_ABI_DEBUG_INFO OFF CACHE BOOL "" FORCE)
 add_subdirectory("$root" lmrt)
 find_package(GTest REQUIRED)
-add_executable(lmrt_arm_tests "$root/tests/unit/simd_kernels_test.cpp" "$root/tests/unit/forward_test.cpp"
-  "$root/tests/test_support.cpp")
+add_executable(lmrt_arm_tests "$root/tests/unit/simd_kernels_test.cpp" "$root/tests/unit/quant_kernels_test.cpp"
+  "$root/tests/unit/forward_test.cpp" "$root/tests/test_support.cpp")
 target_link_libraries(lmrt_arm_tests PRIVATE lmrt_static GTest::gtest GTest::gtest_main)
 target_include_directories(lmrt_arm_tests PRIVATE "$root" "$root/tests")
 target_compile_definitions(lmrt_arm_tests PRIVATE LMRT_DEFAULT_SHARED_DIR="$(cd "$root/.." && pwd)/shared")
@@ -70,6 +71,8 @@ binary="$build/lmrt_arm_tests"
 qemu=(qemu-aarch64 -L "/usr/$triple" -E "LD_LIBRARY_PATH=/usr/$triple/lib")
 # Every Stories260K / TinyStories656K test in forward_test.cpp except the other ISAs' instances.
 forward='ThreadsAndKv/Stories260KGreedy.*:Stories260K.*:TinyStories656K.*:Context.*'
+# The quant matmuls of every type (simd/quant_kernels.h): scalar against the reference, NEON against scalar.
+quant='Types/QuantKernels.*:QuantizeQ8K.*'
 failed=()
 
 # name, qemu cpu, LMRT_ISA, expect dotprod (yes|no|any), gtest filter
@@ -103,8 +106,8 @@ run() {
   fi
 }
 
-run "NEON with dotprod" neoverse-n1 neon yes "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward"
-run "NEON without dotprod" cortex-a53 neon no "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward"
+run "NEON with dotprod" neoverse-n1 neon yes "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$quant:$forward"
+run "NEON without dotprod" cortex-a53 neon no "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$quant:$forward"
 run "scalar" cortex-a53 scalar any "Isas/Stories260KGreedyIsa.*/scalar:$forward"
 
 echo "== aarch64 done in $((SECONDS - start)) s"

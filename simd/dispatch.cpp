@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "simd/kernels.h"
+#include "simd/quant_kernels.h"
 
 #if defined(LMRT_ARCH_X86)
 #include <cpuid.h>
@@ -111,6 +112,54 @@ const Kernels& kernels_for(Isa isa) {
   return k != nullptr ? *k : *scalar_kernels();
 }
 
+namespace {
+
+// The matmuls of simd/quant_kernels.h for one ISA namespace.
+#define LMRT_QUANT_MATMUL(ns)   \
+  switch (type) {               \
+    case TensorType::q2_k:      \
+      return ns::matmul_q2_k;   \
+    case TensorType::q3_k:      \
+      return ns::matmul_q3_k;   \
+    case TensorType::q4_k:      \
+      return ns::matmul_q4_k;   \
+    case TensorType::q5_k:      \
+      return ns::matmul_q5_k;   \
+    case TensorType::q6_k:      \
+      return ns::matmul_q6_k;   \
+    case TensorType::iq4_xs:    \
+      return ns::matmul_iq4_xs; \
+    case TensorType::q4_1:      \
+      return ns::matmul_q4_1;   \
+    case TensorType::q5_0:      \
+      return ns::matmul_q5_0;   \
+    case TensorType::q5_1:      \
+      return ns::matmul_q5_1;   \
+    case TensorType::iq4_nl:    \
+      return ns::matmul_iq4_nl; \
+    default:                    \
+      return nullptr;           \
+  }
+
+MatmulFn quant_matmul(Isa isa, TensorType type) {
+  switch (isa) {
+#if defined(LMRT_ARCH_X86)
+    case Isa::avx2:
+      LMRT_QUANT_MATMUL(avx2)
+    case Isa::avx512:
+      LMRT_QUANT_MATMUL(avx512)
+#elif defined(LMRT_ARCH_ARM)
+    case Isa::neon:
+      LMRT_QUANT_MATMUL(neon)
+#endif
+    default:
+      LMRT_QUANT_MATMUL(scalar)
+  }
+}
+#undef LMRT_QUANT_MATMUL
+
+}  // namespace
+
 MatmulFn matmul_for(const Kernels& k, TensorType type) {
   switch (type) {
     case TensorType::f32:
@@ -125,11 +174,64 @@ MatmulFn matmul_for(const Kernels& k, TensorType type) {
       return k.matmul_q4_0;
     case TensorType::q4_0x16:
       return k.matmul_q4_0x16;
+    case TensorType::q2_k:
+    case TensorType::q3_k:
+    case TensorType::q4_k:
+    case TensorType::q5_k:
+    case TensorType::q6_k:
+    case TensorType::iq4_xs:
+    case TensorType::q4_1:
+    case TensorType::q5_0:
+    case TensorType::q5_1:
+    case TensorType::iq4_nl:
+      return quant_matmul(k.isa, type);
   }
   return k.matmul_f32;
 }
 
-bool takes_q8_activations(TensorType type) { return type == TensorType::q4_0 || type == TensorType::q4_0x16; }
+bool takes_q8_activations(TensorType type) {
+  switch (type) {
+    case TensorType::q4_0:
+    case TensorType::q4_0x16:
+    case TensorType::q4_1:
+    case TensorType::q5_0:
+    case TensorType::q5_1:
+    case TensorType::iq4_nl:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool takes_q8_k_activations(TensorType type) {
+  switch (type) {
+    case TensorType::q2_k:
+    case TensorType::q3_k:
+    case TensorType::q4_k:
+    case TensorType::q5_k:
+    case TensorType::q6_k:
+    case TensorType::iq4_xs:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void (*quantize_q8_k_for(const Kernels& k))(const float* x, BlockQ8_K* y, size_t n) {
+  switch (k.isa) {
+#if defined(LMRT_ARCH_X86)
+    case Isa::avx2:
+      return avx2::quantize_q8_k;
+    case Isa::avx512:
+      return avx512::quantize_q8_k;
+#elif defined(LMRT_ARCH_ARM)
+    case Isa::neon:
+      return neon::quantize_q8_k;
+#endif
+    default:
+      return scalar::quantize_q8_k;
+  }
+}
 
 // Tables not compiled into this build. Each ISA file defines its own getter.
 #if !defined(LMRT_ARCH_X86)

@@ -107,10 +107,14 @@ inline constexpr size_t attend_scratch_floats(size_t n_pos, size_t hd) {
 // Largest head size attend_heads_f16 takes.
 inline constexpr size_t kAttendHeadsMaxDim = 128;
 
-// Picks the row-matmul kernel for a weight type.
+// Picks the row-matmul kernel for a weight type (the types of simd/quant_kernels.h from k.isa's namespace).
 MatmulFn matmul_for(const Kernels& k, TensorType type);
 // True when the weight type takes BlockQ8Act activations (quantize_q8_act).
 bool takes_q8_activations(TensorType type);
+// True when the weight type takes BlockQ8_K activations (quantize_q8_k_for): the K-quants and IQ4_XS.
+bool takes_q8_k_activations(TensorType type);
+// The Q8_K activation quantizer of k.isa (simd/quant_kernels.h; bit-identical on every ISA).
+void (*quantize_q8_k_for(const Kernels& k))(const float* x, BlockQ8_K* y, size_t n);
 
 // The kernel tables compiled into this build; nullptr when an ISA is not compiled in.
 const Kernels* scalar_kernels();

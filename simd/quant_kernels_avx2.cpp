@@ -1,9 +1,6 @@
-// AVX2 + FMA + F16C kernels for the K-quants and IQ4_XS against Q8_K activations (simd/quant_kernels.h).
-//
-// The super-block types run the shared x86 code of quant_super_x86.h (its comment explains the method) with
-// 4-row decode tiles and 2-row x 4-token prefill tiles (16 ymm registers).
-//
-// Q4_1, Q5_0, Q5_1 and IQ4_NL have no AVX2 kernel yet: they forward to the scalar reference.
+// AVX2 + FMA + F16C kernels for the K-quants, IQ4_XS, Q4_1, Q5_0, Q5_1 and IQ4_NL (simd/quant_kernels.h):
+// the shared x86 code of quant_kernels_x86.h (its comments explain the method) with 4-row decode tiles and
+// 2-row x 4-token prefill tiles (16 ymm registers).
 //
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
 #include <immintrin.h>
@@ -18,7 +15,7 @@
 namespace lmrt::simd::avx2 {
 namespace {
 
-#include "simd/quant_super_x86.h"
+#include "simd/quant_kernels_x86.h"
 
 template <class W>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
@@ -55,9 +52,21 @@ void matmul_iq4_xs(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
   matmul_super<IQ4XS>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q4_1)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q5_0)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q5_1)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_iq4_nl)
+void matmul_q4_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q4_1W, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_0(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q5_0W, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q5_1W, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_iq4_nl(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  matmul_block32<IQ4_NLW, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
 
 }  // namespace lmrt::simd::avx2

@@ -459,8 +459,11 @@ Result run(MatmulFn fn, const Weights& w, const Acts& a, const Shape& s) {
 // Outside [r0, r1) nothing may be written.
 void expect_untouched(const Result& res, const Shape& s, const std::string& what) {
   for (size_t tok = 0; tok < s.n_tok; ++tok)
-    for (size_t r = 0; r < res.ldy; ++r)
-      if (r < s.r0 || r >= s.r1) ASSERT_EQ(res.y[tok * res.ldy + r], -12345.0f) << what << " wrote row " << r;
+    for (size_t r = 0; r < res.ldy; ++r) {
+      if (r < s.r0 || r >= s.r1) {
+        ASSERT_EQ(res.y[tok * res.ldy + r], -12345.0f) << what << " wrote row " << r;
+      }
+    }
 }
 
 class QuantKernels : public ::testing::TestWithParam<QType> {};

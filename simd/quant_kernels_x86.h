@@ -1,4 +1,5 @@
-// The x86 super-block matmul (K-quants, IQ4_XS) against Q8_K activations, and Q8_K quantization, shared by
+// The x86 quant matmuls (K-quants and IQ4_XS against Q8_K activations; Q4_1, Q5_0, Q5_1 and IQ4_NL against
+// BlockQ8Act, in their own section below) and Q8_K quantization, shared by
 // quant_kernels_avx2.cpp and quant_kernels_avx512.cpp: each includes it inside its own anonymous namespace, so
 // every function here is compiled for that file's ISA and has internal linkage (simd/README.md).
 //
@@ -308,6 +309,153 @@ template <class W, size_t kDecodeRows, size_t kRows, size_t kToks>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
   tiling::run_tiled<SuperTiles<W, kDecodeRows, kRows, kToks>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
+// ---- 32-weight blocks (Q4_1, Q5_0, Q5_1, IQ4_NL) against BlockQ8Act ----
+//
+// One block per register: weights 0-15 in the low lane, 16-31 in the high lane, the order of the
+// activation block's bytes. Q4_1 and Q5_1 codes are unsigned and their min m adds m * xd * sum(x), with
+// sum(x) = -minus8_sum / 8 (exact); Q5_0's codes are q + 16, removed exactly by adding 2 * minus8_sum to
+// the integer sum; IQ4_NL's signed table values multiply as |w| times x with w's sign (at most 2 * 127 *
+// 127 per 16-bit pair).
+
+struct Block32 {
+  __m256i q;
+  float d, m;
+};
+
+// The 16 bytes at p as nibbles: low nibbles in the low lane, high nibbles in the high lane.
+__m256i nibbles32(const uint8_t* p) {
+  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+}
+
+// Bit j of the little-endian 32 bits at p as 0x10 in byte j.
+__m256i fifth_bits32(const uint8_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  // Byte j takes byte j / 8 of the bits; OR-ing every bit but j % 8 leaves all ones exactly when it is set.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+  const __m256i set =
+      _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+struct Q4_1W {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_1);
+  static constexpr bool kSigned = false, kMin = true, kOffset16 = false;
+  static Block32 load(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
+    return {nibbles32(b->qs), _cvtsh_ss(b->d), _cvtsh_ss(b->m)};
+  }
+};
+
+struct Q5_0W {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ5_0);
+  static constexpr bool kSigned = false, kMin = false, kOffset16 = true;
+  static Block32 load(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(p);
+    return {_mm256_or_si256(nibbles32(b->qs), fifth_bits32(b->qh)), _cvtsh_ss(b->d), 0.0f};
+  }
+};
+
+struct Q5_1W {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ5_1);
+  static constexpr bool kSigned = false, kMin = true, kOffset16 = false;
+  static Block32 load(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockQ5_1*>(p);
+    return {_mm256_or_si256(nibbles32(b->qs), fifth_bits32(b->qh)), _cvtsh_ss(b->d), _cvtsh_ss(b->m)};
+  }
+};
+
+struct IQ4_NLW {
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ4_NL);
+  static constexpr bool kSigned = true, kMin = false, kOffset16 = false;
+  static Block32 load(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    return {_mm256_shuffle_epi8(table, nibbles32(b->qs)), _cvtsh_ss(b->d), 0.0f};
+  }
+};
+
+template <class W>
+__m256 block32_dot(const Block32& w, const BlockQ8Act* x, __m256 acc) {
+  const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs));
+  __m256i sumi;
+  if constexpr (W::kSigned) {
+    sumi = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w.q, w.q), _mm256_sign_epi8(xq, w.q)),
+                             _mm256_set1_epi16(1));
+  } else {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    sumi = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.q, xq);
+#else
+    sumi = _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, xq), _mm256_set1_epi16(1));
+#endif
+  }
+  // minus8_sum in lane 0 only, so the 8 lanes sum to it once.
+  const __m256i m8 = _mm256_zextsi128_si256(_mm_cvtsi32_si128(x->minus8_sum));
+  if constexpr (W::kOffset16) sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(m8, m8));
+  const __m256 xd = _mm256_broadcast_ss(&x->d);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(_mm256_set1_ps(w.d), xd), acc);
+  if constexpr (W::kMin)  // m * xd * sum(x) = (-m / 8) * xd * minus8_sum
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m8), _mm256_mul_ps(_mm256_set1_ps(w.m * -0.125f), xd), acc);
+  return acc;
+}
+
+template <class W, size_t kDecodeRows_, size_t kRows_, size_t kToks_>
+struct Block32Tiles {
+  static constexpr size_t kDecodeRows = kDecodeRows_;
+  static constexpr size_t kRows = kRows_;
+  static constexpr size_t kToks = kToks_;
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    const size_t nb = a.n / 32;
+    const uint8_t* w[R];
+    const BlockQ8Act* x[T];
+    __m256 acc[R][T];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const BlockQ8Act*>(a.x + (t + j) * a.x_row_bytes);
+    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+    const bool streams = a.row_stride != 1;
+    for (size_t b = 0; b < nb; ++b) {
+      if constexpr (kPrefetch) {
+        if ((b & 3) == 0)  // 4 blocks (at most 96 bytes) of each row a step
+          for (int i = 0; i < R; ++i) {
+            const uint8_t* ahead =
+                (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) +
+                b * W::kBlockBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
+          }
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        const Block32 wb = W::load(w[i] + b * W::kBlockBytes);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) acc[i][j] = block32_dot<W>(wb, x[j] + b, acc[i][j]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = hsum(acc[i][j]);
+  }
+};
+
+template <class W, size_t kDecodeRows, size_t kRows, size_t kToks>
+void matmul_block32(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                    size_t r0, size_t r1, float* y, size_t ldy) {
+  tiling::run_tiled<Block32Tiles<W, kDecodeRows, kRows, kToks>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y,
+                                                                ldy);
 }
 
 // ggml's quantize_row_q8_K with the scalar reference's operations, so blocks are bit-identical.
