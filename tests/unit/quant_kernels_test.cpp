@@ -529,8 +529,10 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantKernels, ::testing::ValuesIn(kAllTypes),
                            return std::string(type_name(info.param));
                          });
 
-// ggml's quantize_row_q8_K, written out: nearest_int is its round-half-to-even through 1.5 * 2^23.
-int nearest_int(float fval) {
+// ggml's quantize_row_q8_K, written out: nearest_int is its round-half-to-even through 1.5 * 2^23. Not
+// inlined, so the compiler cannot fuse the caller's product into the addition (AArch64 contracts a * b + c
+// into one FMA, which would round the unrounded product).
+[[gnu::noinline]] int nearest_int(float fval) {
   const float val = fval + 12582912.f;
   int i;
   std::memcpy(&i, &val, sizeof(int));
