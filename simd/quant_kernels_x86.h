@@ -37,14 +37,14 @@ struct Unpacked {
 };
 
 // 16 signed 8-bit per-16-weight values widened to two registers of 8 16-bit values, each in both lanes.
-void set_scales16(Unpacked& u, __m128i s8) {
+[[gnu::always_inline]] inline void set_scales16(Unpacked& u, __m128i s8) {
   const __m256i s16 = _mm256_cvtepi8_epi16(s8);
   u.sc[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
   u.sc[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
 }
 
 // The scales of chunk c: group 2c in the low lane, 2c + 1 in the high lane.
-__m256i chunk_scales(const Unpacked& u, int c) {
+[[gnu::always_inline]] inline __m256i chunk_scales(const Unpacked& u, int c) {
   const int k = c % 4;
   const __m256i mask = _mm256_setr_epi8(
       4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k,
@@ -54,23 +54,23 @@ __m256i chunk_scales(const Unpacked& u, int c) {
 }
 
 // Q4_K / Q5_K: 8 scales then 8 mins (6 bits each) from the 12 packed bytes (ggml's get_scale_min_k4).
-void k4_scales_mins(const uint8_t* packed, uint8_t (&sm)[16]) {
-  uint32_t u[4];
+// The register is built from general-purpose registers: storing the words and loading them back as one
+// vector would stall on store forwarding once per block.
+[[gnu::always_inline]] inline __m128i k4_scales_mins(const uint8_t* packed) {
+  uint32_t u[3];
   std::memcpy(u, packed, 12);
   constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
+  const uint32_t mins_high = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
   const uint32_t mins_low = u[1] & kLow6;
-  u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
-  u[2] = mins_low;
-  u[0] &= kLow6;
-  std::memcpy(sm, u, 16);
+  const uint32_t scales_high = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
+  const uint32_t scales_low = u[0] & kLow6;
+  return _mm_set_epi32(static_cast<int>(mins_high), static_cast<int>(mins_low), static_cast<int>(scales_high),
+                       static_cast<int>(scales_low));
 }
 
 // Scales and mins of 8 groups of 32 as per-16 values (each twice).
-void set_k4_scales(Unpacked& u, const uint8_t* packed) {
-  uint8_t sm[16];
-  k4_scales_mins(packed, sm);
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sm));
+[[gnu::always_inline]] inline void set_k4_scales(Unpacked& u, const uint8_t* packed) {
+  const __m128i v = k4_scales_mins(packed);
   set_scales16(u, _mm_unpacklo_epi8(v, v));
   u.bias = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));
 }
@@ -78,10 +78,11 @@ void set_k4_scales(Unpacked& u, const uint8_t* packed) {
 struct Q4K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
   static constexpr bool kSigned = false, kBiasOwnScale = true;
-  static Unpacked load(const uint8_t* p) {
+  [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(p);
     Unpacked u;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * j));
       u.q[2 * j] = _mm256_and_si256(q, low4);
@@ -97,11 +98,12 @@ struct Q4K {
 struct Q5K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
   static constexpr bool kSigned = false, kBiasOwnScale = true;
-  static Unpacked load(const uint8_t* p) {
+  [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ5_K*>(p);
     Unpacked u;
     const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh));
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * j));
       // Bit g of qh[l] is the fifth bit of chunk g: moved to bit 4 of each byte.
@@ -120,10 +122,11 @@ struct Q5K {
 struct Q6K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   static constexpr bool kSigned = false, kBiasOwnScale = false;
-  static Unpacked load(const uint8_t* p) {
+  [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
     Unpacked u;
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * half));
       const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * half + 32));
@@ -151,13 +154,15 @@ struct Q6K {
 struct Q3K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ3_K);
   static constexpr bool kSigned = false, kBiasOwnScale = false;
-  static Unpacked load(const uint8_t* p) {
+  [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ3_K*>(p);
     Unpacked u;
     const __m256i three = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
     const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask));
+#pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * half));
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         const int c = 4 * half + j;  // hmask bit c is the third bit of chunk c, moved to bit 2
         const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three);
@@ -166,15 +171,14 @@ struct Q3K {
       }
     }
     // 16 6-bit scales (low 4 bits in bytes 0-7, high 2 bits in bytes 8-11), minus 32.
-    uint32_t a[4];
+    uint32_t a[3];
     std::memcpy(a, b->scales, 12);
     constexpr uint32_t kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-    const uint32_t tmp = a[2];
-    a[2] = ((a[0] >> 4) & kLow4) | (((tmp >> 4) & kLow2) << 4);
-    a[3] = ((a[1] >> 4) & kLow4) | (((tmp >> 6) & kLow2) << 4);
-    a[0] = (a[0] & kLow4) | (((tmp >> 0) & kLow2) << 4);
-    a[1] = (a[1] & kLow4) | (((tmp >> 2) & kLow2) << 4);
-    const __m128i s8 = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)), _mm_set1_epi8(32));
+    const __m128i packed = _mm_set_epi32(static_cast<int>(((a[1] >> 4) & kLow4) | (((a[2] >> 6) & kLow2) << 4)),
+                                         static_cast<int>(((a[0] >> 4) & kLow4) | (((a[2] >> 4) & kLow2) << 4)),
+                                         static_cast<int>((a[1] & kLow4) | (((a[2] >> 2) & kLow2) << 4)),
+                                         static_cast<int>((a[0] & kLow4) | ((a[2] & kLow2) << 4)));
+    const __m128i s8 = _mm_sub_epi8(packed, _mm_set1_epi8(32));
     set_scales16(u, s8);
     // The codes are q + 4: -4 * scale per group removes the offset through the bsums.
     u.bias = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cvtepi8_epi16(s8)), 2);
@@ -187,12 +191,14 @@ struct Q3K {
 struct Q2K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ2_K);
   static constexpr bool kSigned = false, kBiasOwnScale = true;
-  static Unpacked load(const uint8_t* p) {
+  [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ2_K*>(p);
     Unpacked u;
     const __m256i three = _mm256_set1_epi8(3);
+#pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * half));
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) u.q[4 * half + j] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three);
     }
     const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
@@ -207,22 +213,25 @@ struct Q2K {
 struct IQ4XS {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ4_XS);
   static constexpr bool kSigned = true, kBiasOwnScale = false;
-  static Unpacked load(const uint8_t* p) {
+  [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
     Unpacked u;
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
     const __m256i low4 = _mm256_set1_epi8(0x0F), shifts = _mm256_set_epi64x(4, 4, 0, 0);
+#pragma GCC unroll 8
     for (int g = 0; g < 8; ++g) {
       // Low nibbles (weights 0-15) in the low lane, high nibbles (16-31) in the high lane.
       const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16 * g)));
       u.q[g] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srlv_epi64(v, shifts), low4));
     }
-    alignas(16) int8_t s8[16];
-    for (int g = 0; g < 8; ++g) {
-      const int ls = ((b->scales_l[g / 2] >> (4 * (g % 2))) & 15) | (((b->scales_h >> (2 * g)) & 3) << 4);
-      s8[2 * g] = s8[2 * g + 1] = static_cast<int8_t>(ls - 32);
-    }
-    set_scales16(u, _mm_load_si128(reinterpret_cast<const __m128i*>(s8)));
+    uint64_t ls = 0;  // byte g: the 6-bit scale of group g (built in a register; see k4_scales_mins)
+    uint32_t low;
+    std::memcpy(&low, b->scales_l, 4);
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g)
+      ls |= static_cast<uint64_t>(((low >> (4 * g)) & 15) | (((b->scales_h >> (2 * g)) & 3) << 4)) << (8 * g);
+    const __m128i v = _mm_sub_epi8(_mm_cvtsi64_si128(static_cast<long long>(ls)), _mm_set1_epi8(32));
+    set_scales16(u, _mm_unpacklo_epi8(v, v));
     u.bias = _mm256_setzero_si256();
     u.d = _cvtsh_ss(b->d);
     u.dbias = 0.0f;
@@ -232,7 +241,7 @@ struct IQ4XS {
 
 // acc += the block's dot product with one Q8_K activation block (8 float lanes summing to it).
 template <class W>
-__m256 block_dot(const Unpacked& u, const BlockQ8_K* x, __m256 acc) {
+[[gnu::always_inline]] inline __m256 block_dot(const Unpacked& u, const BlockQ8_K* x, __m256 acc) {
   __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
@@ -325,13 +334,13 @@ struct Block32 {
 };
 
 // The 16 bytes at p as nibbles: low nibbles in the low lane, high nibbles in the high lane.
-__m256i nibbles32(const uint8_t* p) {
+[[gnu::always_inline]] inline __m256i nibbles32(const uint8_t* p) {
   const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
 // Bit j of the little-endian 32 bits at p as 0x10 in byte j.
-__m256i fifth_bits32(const uint8_t* p) {
+[[gnu::always_inline]] inline __m256i fifth_bits32(const uint8_t* p) {
   uint32_t bits;
   std::memcpy(&bits, p, 4);
   // Byte j takes byte j / 8 of the bits; OR-ing every bit but j % 8 leaves all ones exactly when it is set.
@@ -346,7 +355,7 @@ __m256i fifth_bits32(const uint8_t* p) {
 struct Q4_1W {
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_1);
   static constexpr bool kSigned = false, kMin = true, kOffset16 = false;
-  static Block32 load(const uint8_t* p) {
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
     return {nibbles32(b->qs), _cvtsh_ss(b->d), _cvtsh_ss(b->m)};
   }
@@ -355,7 +364,7 @@ struct Q4_1W {
 struct Q5_0W {
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_0);
   static constexpr bool kSigned = false, kMin = false, kOffset16 = true;
-  static Block32 load(const uint8_t* p) {
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ5_0*>(p);
     return {_mm256_or_si256(nibbles32(b->qs), fifth_bits32(b->qh)), _cvtsh_ss(b->d), 0.0f};
   }
@@ -364,7 +373,7 @@ struct Q5_0W {
 struct Q5_1W {
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_1);
   static constexpr bool kSigned = false, kMin = true, kOffset16 = false;
-  static Block32 load(const uint8_t* p) {
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ5_1*>(p);
     return {_mm256_or_si256(nibbles32(b->qs), fifth_bits32(b->qh)), _cvtsh_ss(b->d), _cvtsh_ss(b->m)};
   }
@@ -373,7 +382,7 @@ struct Q5_1W {
 struct IQ4_NLW {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ4_NL);
   static constexpr bool kSigned = true, kMin = false, kOffset16 = false;
-  static Block32 load(const uint8_t* p) {
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
     return {_mm256_shuffle_epi8(table, nibbles32(b->qs)), _cvtsh_ss(b->d), 0.0f};
@@ -381,7 +390,7 @@ struct IQ4_NLW {
 };
 
 template <class W>
-__m256 block32_dot(const Block32& w, const BlockQ8Act* x, __m256 acc) {
+[[gnu::always_inline]] inline __m256 block32_dot(const Block32& w, const BlockQ8Act* x, __m256 acc) {
   const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs));
   __m256i sumi;
   if constexpr (W::kSigned) {

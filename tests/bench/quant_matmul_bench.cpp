@@ -1,14 +1,15 @@
 // Single-thread speed of the quant matmul kernels (simd/quant_kernels.h) against the Q4_0 kernel of the
 // Kernels table, on one weight shape: decode (one token) in GB/s of weight bytes read, over enough copies
 // of the matrix that they stream from memory (and over one copy, from cache), and prefill (n_tok tokens)
-// in GFLOP/s. Medians over passes, and the best pass (on a shared, loaded host the best pass is the one
-// least disturbed). Weights are random valid blocks (the speed does not depend on them).
+// in GFLOP/s. Medians over passes, and the best pass. Times are the thread's CPU time
+// (CLOCK_THREAD_CPUTIME_ID), so time spent descheduled on a shared, loaded host does not count; memory
+// stalls do. Weights are random valid blocks (the speed does not depend on them).
 // usage: quant_matmul_bench [ISA=best] [ROWS=5632] [N=2048] [COPIES=24] [PASSES=15] [NTOK=64]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,13 @@ using namespace lmrt::simd;
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Seconds of CPU time this thread has used.
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 double best(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
@@ -115,7 +123,6 @@ int main(int argc, char** argv) {
     table.quantize_q8_act(xf.data() + t * n, x8.data() + t * n / 32, n);
   }
   std::vector<float> y(n_tok * rows);
-  using Clock = std::chrono::steady_clock;
 
   for (const Kernel& k : kernels(isa)) {
     const size_t row_bytes = n / k.block_elems * k.block_bytes, bytes = rows * row_bytes;
@@ -130,19 +137,17 @@ int main(int argc, char** argv) {
     const size_t x_row_bytes = k.q8_k ? n / 256 * sizeof(BlockQ8_K) : n / 32 * sizeof(BlockQ8Act);
     std::vector<double> stream, cached, prefill;
     for (int p = 0; p < passes; ++p) {
-      auto t0 = Clock::now();
+      double t0 = cpu_seconds();
       for (size_t c = 0; c < copies; ++c)
         k.fn(w.data() + c * bytes, row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
-      stream.push_back(static_cast<double>(copies * bytes) / std::chrono::duration<double>(Clock::now() - t0).count() /
-                       1e9);
-      t0 = Clock::now();
+      stream.push_back(static_cast<double>(copies * bytes) / (cpu_seconds() - t0) / 1e9);
+      t0 = cpu_seconds();
       for (size_t c = 0; c < 4; ++c) k.fn(w.data(), row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
-      cached.push_back(static_cast<double>(4 * bytes) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+      cached.push_back(static_cast<double>(4 * bytes) / (cpu_seconds() - t0) / 1e9);
       if (p < 3) {
-        t0 = Clock::now();
+        t0 = cpu_seconds();
         k.fn(w.data(), row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
-        prefill.push_back(2.0 * static_cast<double>(rows * n * n_tok) /
-                          std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+        prefill.push_back(2.0 * static_cast<double>(rows * n * n_tok) / (cpu_seconds() - t0) / 1e9);
       }
     }
     std::printf("%-22s %8.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f\n", k.name, static_cast<double>(bytes) / 1e6,
