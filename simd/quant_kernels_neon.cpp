@@ -10,7 +10,8 @@
 // integer dot, which is multiplied by the group's scale into 32-bit lanes; integer sums are exact and
 // only the float accumulation order differs from the scalar reference.
 //
-// Q4_1, Q5_0, Q5_1 and IQ4_NL have no NEON kernel yet: they forward to the scalar reference.
+// Q4_1, Q5_0, Q5_1 and IQ4_NL: one block as two signed byte vectors, the same group dot, then the block's
+// scale (and min) in float; see their section.
 //
 // Everything but the namespace's entry points has internal linkage, so no inline code built for
 // ARMv8.2-A can be picked by the linker for another translation unit.
@@ -70,7 +71,7 @@ void k4_scales_mins(const uint8_t* packed, Unpacked& u) {
 struct Q4K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
   static constexpr bool kBiasOwnScale = true;
-  static void load(const uint8_t* p, Unpacked& u) {
+  [[gnu::always_inline]] static void load(const uint8_t* p, Unpacked& u) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(p);
     for (int c = 0; c < 8; ++c)
       for (int h = 0; h < 2; ++h) {
@@ -86,7 +87,7 @@ struct Q4K {
 struct Q5K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
   static constexpr bool kBiasOwnScale = true;
-  static void load(const uint8_t* p, Unpacked& u) {
+  [[gnu::always_inline]] static void load(const uint8_t* p, Unpacked& u) {
     const auto* b = reinterpret_cast<const BlockQ5_K*>(p);
     for (int c = 0; c < 8; ++c)
       for (int h = 0; h < 2; ++h) {
@@ -104,7 +105,7 @@ struct Q5K {
 struct Q6K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   static constexpr bool kBiasOwnScale = false;
-  static void load(const uint8_t* p, Unpacked& u) {
+  [[gnu::always_inline]] static void load(const uint8_t* p, Unpacked& u) {
     const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
     for (int g = 0; g < 16; ++g) {
       const int half = g / 8, k = (g % 8) / 2, lh = g % 2;
@@ -123,7 +124,7 @@ struct Q6K {
 struct Q3K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ3_K);
   static constexpr bool kBiasOwnScale = false;
-  static void load(const uint8_t* p, Unpacked& u) {
+  [[gnu::always_inline]] static void load(const uint8_t* p, Unpacked& u) {
     const auto* b = reinterpret_cast<const BlockQ3_K*>(p);
     for (int g = 0; g < 16; ++g) {
       const int half = g / 8, j = (g % 8) / 2, lh = g % 2;
@@ -143,7 +144,7 @@ struct Q3K {
 struct Q2K {
   static constexpr size_t kBlockBytes = sizeof(BlockQ2_K);
   static constexpr bool kBiasOwnScale = true;
-  static void load(const uint8_t* p, Unpacked& u) {
+  [[gnu::always_inline]] static void load(const uint8_t* p, Unpacked& u) {
     const auto* b = reinterpret_cast<const BlockQ2_K*>(p);
     for (int g = 0; g < 16; ++g) {
       const int half = g / 8, j = (g % 8) / 2, lh = g % 2;
@@ -159,7 +160,7 @@ struct Q2K {
 struct IQ4XS {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ4_XS);
   static constexpr bool kBiasOwnScale = false;
-  static void load(const uint8_t* p, Unpacked& u) {
+  [[gnu::always_inline]] static void load(const uint8_t* p, Unpacked& u) {
     const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
     const int8x16_t table = vld1q_s8(kIq4nlValues);
     for (int g = 0; g < 8; ++g) {
@@ -259,6 +260,139 @@ void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row
     tiling::run_tiled<WideningTiles<W>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
+// ---- 32-weight blocks (Q4_1, Q5_0, Q5_1, IQ4_NL) against BlockQ8Act ----
+// Weights 0-15 and 16-31 as two signed byte vectors (Q5_0 minus its offset 16, IQ4_NL its table values),
+// the order of the activation block's two halves. Q4_1 and Q5_1 add m * xd * sum(x), with sum(x) =
+// -minus8_sum / 8 (exact).
+
+struct Block32 {
+  int8x16_t lo, hi;
+  float d, m;
+};
+
+// Bit j of the little-endian 32 bits at p as 0x10 in byte j of (lo: j < 16, hi: j >= 16).
+void fifth_bits32(const uint8_t* p, uint8x16_t& lo, uint8x16_t& hi) {
+  static constexpr uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bit = vld1q_u8(kBit), five = vdupq_n_u8(0x10);
+  lo = vandq_u8(vtstq_u8(vcombine_u8(vdup_n_u8(p[0]), vdup_n_u8(p[1])), bit), five);
+  hi = vandq_u8(vtstq_u8(vcombine_u8(vdup_n_u8(p[2]), vdup_n_u8(p[3])), bit), five);
+}
+
+struct Q4_1W {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_1);
+  static constexpr bool kMin = true;
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
+    const uint8x16_t q = vld1q_u8(b->qs);
+    return {vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), vreinterpretq_s8_u8(vshrq_n_u8(q, 4)),
+            half_to_f32(b->d), half_to_f32(b->m)};
+  }
+};
+
+// Q5_0 / Q5_1 codes 0..31 minus `offset`.
+template <class B>
+Block32 load_q5(const B* b, int8_t offset) {
+  const uint8x16_t q = vld1q_u8(b->qs);
+  uint8x16_t h_lo, h_hi;
+  fifth_bits32(b->qh, h_lo, h_hi);
+  const int8x16_t off = vdupq_n_s8(offset);
+  return {vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q, vdupq_n_u8(0x0F)), h_lo)), off),
+          vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q, 4), h_hi)), off), half_to_f32(b->d), 0.0f};
+}
+
+struct Q5_0W {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ5_0);
+  static constexpr bool kMin = false;
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
+    return load_q5(reinterpret_cast<const BlockQ5_0*>(p), 16);
+  }
+};
+
+struct Q5_1W {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ5_1);
+  static constexpr bool kMin = true;
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockQ5_1*>(p);
+    Block32 w = load_q5(b, 0);
+    w.m = half_to_f32(b->m);
+    return w;
+  }
+};
+
+struct IQ4_NLW {
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ4_NL);
+  static constexpr bool kMin = false;
+  [[gnu::always_inline]] static Block32 load(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
+    const int8x16_t table = vld1q_s8(kIq4nlValues);
+    const uint8x16_t q = vld1q_u8(b->qs);
+    return {vqtbl1q_s8(table, vandq_u8(q, vdupq_n_u8(0x0F))), vqtbl1q_s8(table, vshrq_n_u8(q, 4)), half_to_f32(b->d),
+            0.0f};
+  }
+};
+
+template <class Dot, class W, int R, int T, bool kPrefetch>
+[[gnu::always_inline]] inline void block32_tile(const MatmulArgs& a, size_t r, size_t t) {
+  const size_t nb = a.n / 32;
+  const uint8_t* w[R];
+  const BlockQ8Act* x[T];
+  float acc[R][T] = {};
+  for (int i = 0; i < R; ++i) w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
+  for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const BlockQ8Act*>(a.x + (t + j) * a.x_row_bytes);
+  const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+  const bool streams = a.row_stride != 1;
+  for (size_t b = 0; b < nb; ++b) {
+    if constexpr (kPrefetch) {
+      if ((b & 3) == 0)  // 4 blocks (at most 96 bytes) of each row a step
+        for (int i = 0; i < R; ++i) {
+          const uint8_t* ahead =
+              (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) + b * W::kBlockBytes;
+          __builtin_prefetch(ahead);
+          __builtin_prefetch(ahead + kLine);
+        }
+    }
+    for (int i = 0; i < R; ++i) {
+      const Block32 wb = W::load(w[i] + b * W::kBlockBytes);
+      for (int j = 0; j < T; ++j) {
+        const BlockQ8Act* xb = x[j] + b;
+        const int32x4_t dot = vaddq_s32(Dot::dot(wb.lo, vld1q_s8(xb->qs)), Dot::dot(wb.hi, vld1q_s8(xb->qs + 16)));
+        float v = wb.d * static_cast<float>(vaddvq_s32(dot));
+        if constexpr (W::kMin) v += wb.m * -0.125f * static_cast<float>(xb->minus8_sum);
+        acc[i][j] += xb->d * v;
+      }
+    }
+  }
+  for (int j = 0; j < T; ++j)
+    for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = acc[i][j];
+}
+
+template <class W>
+struct SdotBlock32Tiles {
+  static constexpr size_t kDecodeRows = 4, kRows = 2, kToks = 4;
+  template <int R, int T, bool kPrefetch>
+  LMRT_TARGET_DOTPROD static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    block32_tile<SdotGroup, W, R, T, kPrefetch>(a, r, t);
+  }
+};
+
+template <class W>
+struct WideningBlock32Tiles {
+  static constexpr size_t kDecodeRows = 4, kRows = 2, kToks = 4;
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    block32_tile<WideningGroup, W, R, T, kPrefetch>(a, r, t);
+  }
+};
+
+template <class W>
+void matmul_block32(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                    size_t r0, size_t r1, float* y, size_t ldy) {
+  if (kHasDotprod)
+    tiling::run_tiled<SdotBlock32Tiles<W>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  else
+    tiling::run_tiled<WideningBlock32Tiles<W>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
 }  // namespace
 
 void quantize_q8_k(const float* x, BlockQ8_K* y, size_t n) {
@@ -310,9 +444,21 @@ void matmul_iq4_xs(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
   matmul_super<IQ4XS>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q4_1)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q5_0)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_q5_1)
-LMRT_QUANT_MATMUL_FROM_SCALAR(matmul_iq4_nl)
+void matmul_q4_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q4_1W>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_0(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q5_0W>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q5_1W>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_iq4_nl(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  matmul_block32<IQ4_NLW>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
 
 }  // namespace lmrt::simd::neon
