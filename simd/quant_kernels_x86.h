@@ -268,17 +268,31 @@ template <class W>
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(_mm256_set1_ps(u.d), xd), acc);
 }
 
-template <class W, size_t kDecodeRows_, size_t kRows_, size_t kToks_>
-struct SuperTiles {
+// A weight format for QuantTiles: the weight type W with its activation block, elements per block and
+// how many blocks a prefetch step covers (about two lines of each row).
+template <class W>
+struct SuperFormat : W {
+  using Act = BlockQ8_K;
+  static constexpr size_t kElems = kQK, kPrefetchBlocks = 1;
+  [[gnu::always_inline]] static __m256 dot(const Unpacked& u, const Act* x, __m256 acc) {
+    return block_dot<W>(u, x, acc);
+  }
+};
+
+// R rows x T tokens of any quant format F (SuperFormat, Block32Format): each row's block is loaded
+// (unpacked) once for all T tokens; the tile prefetches, at the pace it reads, either each stream a couple
+// of rows ahead (decode's distant streams) or the next tile's rows.
+template <class F, size_t kDecodeRows_, size_t kRows_, size_t kToks_>
+struct QuantTiles {
   static constexpr size_t kDecodeRows = kDecodeRows_;
   static constexpr size_t kRows = kRows_;
   static constexpr size_t kToks = kToks_;
 
   template <int R, int T, bool kPrefetch>
   static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    const size_t nb = a.n / kQK;
+    const size_t nb = a.n / F::kElems;
     const uint8_t* w[R];
-    const BlockQ8_K* x[T];
+    const typename F::Act* x[T];
     __m256 acc[R][T];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
@@ -287,24 +301,25 @@ struct SuperTiles {
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
     }
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const BlockQ8_K*>(a.x + (t + j) * a.x_row_bytes);
+    for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const typename F::Act*>(a.x + (t + j) * a.x_row_bytes);
     const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
     const bool streams = a.row_stride != 1;
     for (size_t b = 0; b < nb; ++b) {
       if constexpr (kPrefetch) {
-        // Separate streams (decode): each a couple of rows ahead; adjacent rows: the next tile's block.
-        for (int i = 0; i < R; ++i) {
-          const uint8_t* ahead = streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes + b * W::kBlockBytes
-                                         : pf + i * a.w_row_bytes + b * W::kBlockBytes;
-          for (size_t o = 0; o < W::kBlockBytes; o += kLine)
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
-        }
+        if (b % F::kPrefetchBlocks == 0)
+          for (int i = 0; i < R; ++i) {
+            const uint8_t* ahead =
+                (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) +
+                b * F::kBlockBytes;
+            for (size_t o = 0; o < F::kPrefetchBlocks * F::kBlockBytes; o += kLine)
+              _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
+          }
       }
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
-        const Unpacked u = W::load(w[i] + b * W::kBlockBytes);
+        const auto wb = F::load(w[i] + b * F::kBlockBytes);
 #pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) acc[i][j] = block_dot<W>(u, x[j] + b, acc[i][j]);
+        for (int j = 0; j < T; ++j) acc[i][j] = F::dot(wb, x[j] + b, acc[i][j]);
       }
     }
 #pragma GCC unroll 8
@@ -314,10 +329,16 @@ struct SuperTiles {
   }
 };
 
+template <class F, size_t kDecodeRows, size_t kRows, size_t kToks>
+void matmul_quant(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                  size_t r0, size_t r1, float* y, size_t ldy) {
+  tiling::run_tiled<QuantTiles<F, kDecodeRows, kRows, kToks>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
 template <class W, size_t kDecodeRows, size_t kRows, size_t kToks>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
-  tiling::run_tiled<SuperTiles<W, kDecodeRows, kRows, kToks>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  matmul_quant<SuperFormat<W>, kDecodeRows, kRows, kToks>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 // ---- 32-weight blocks (Q4_1, Q5_0, Q5_1, IQ4_NL) against BlockQ8Act ----
@@ -413,58 +434,19 @@ template <class W>
   return acc;
 }
 
-template <class W, size_t kDecodeRows_, size_t kRows_, size_t kToks_>
-struct Block32Tiles {
-  static constexpr size_t kDecodeRows = kDecodeRows_;
-  static constexpr size_t kRows = kRows_;
-  static constexpr size_t kToks = kToks_;
-
-  template <int R, int T, bool kPrefetch>
-  static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    const size_t nb = a.n / 32;
-    const uint8_t* w[R];
-    const BlockQ8Act* x[T];
-    __m256 acc[R][T];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const BlockQ8Act*>(a.x + (t + j) * a.x_row_bytes);
-    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
-    const bool streams = a.row_stride != 1;
-    for (size_t b = 0; b < nb; ++b) {
-      if constexpr (kPrefetch) {
-        if ((b & 3) == 0)  // 4 blocks (at most 96 bytes) of each row a step
-          for (int i = 0; i < R; ++i) {
-            const uint8_t* ahead =
-                (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) +
-                b * W::kBlockBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
-          }
-      }
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) {
-        const Block32 wb = W::load(w[i] + b * W::kBlockBytes);
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) acc[i][j] = block32_dot<W>(wb, x[j] + b, acc[i][j]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j)
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = hsum(acc[i][j]);
+template <class W>
+struct Block32Format : W {
+  using Act = BlockQ8Act;
+  static constexpr size_t kElems = 32, kPrefetchBlocks = 4;  // at most 96 bytes: two lines
+  [[gnu::always_inline]] static __m256 dot(const Block32& w, const Act* x, __m256 acc) {
+    return block32_dot<W>(w, x, acc);
   }
 };
 
 template <class W, size_t kDecodeRows, size_t kRows, size_t kToks>
 void matmul_block32(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
-  tiling::run_tiled<Block32Tiles<W, kDecodeRows, kRows, kToks>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y,
-                                                                ldy);
+  matmul_quant<Block32Format<W>, kDecodeRows, kRows, kToks>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 // ggml's quantize_row_q8_K with the scalar reference's operations, so blocks are bit-identical.
