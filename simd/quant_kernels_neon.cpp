@@ -204,61 +204,22 @@ template <class Dot, class W>
     return x->d * u.d * static_cast<float>(vaddvq_s32(vaddq_s32(sum, bias)));
 }
 
-template <class Dot, class W, int R, int T, bool kPrefetch>
-[[gnu::always_inline]] inline void super_tile(const MatmulArgs& a, size_t r, size_t t) {
-  const size_t nb = a.n / kQK;
-  const uint8_t* w[R];
-  const BlockQ8_K* x[T];
-  float acc[R][T] = {};
-  for (int i = 0; i < R; ++i) w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
-  for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const BlockQ8_K*>(a.x + (t + j) * a.x_row_bytes);
-  const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
-  const bool streams = a.row_stride != 1;
-  for (size_t b = 0; b < nb; ++b) {
-    if constexpr (kPrefetch) {
-      for (int i = 0; i < R; ++i) {
-        const uint8_t* ahead =
-            (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) + b * W::kBlockBytes;
-        for (size_t o = 0; o < W::kBlockBytes; o += kLine) __builtin_prefetch(ahead + o);
-      }
-    }
-    for (int i = 0; i < R; ++i) {
-      Unpacked u;
-      W::load(w[i] + b * W::kBlockBytes, u);
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[i][j] += block_dot<Dot, W>(u, x[j] + b);
-    }
-  }
-  for (int j = 0; j < T; ++j)
-    for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = acc[i][j];
-}
-
+// A weight format for quant_tile: the weight type W with its activation block, elements per block and
+// how many blocks a prefetch step covers (about two lines of each row).
 template <class W>
-struct SdotTiles {
-  static constexpr size_t kDecodeRows = 4, kRows = 2, kToks = 4;
-  template <int R, int T, bool kPrefetch>
-  LMRT_TARGET_DOTPROD static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    super_tile<SdotGroup, W, R, T, kPrefetch>(a, r, t);
+struct SuperFormat : W {
+  using Act = BlockQ8_K;
+  static constexpr size_t kElems = kQK, kPrefetchBlocks = 1;
+  [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
+    Unpacked u;
+    W::load(p, u);
+    return u;
+  }
+  template <class Dot>
+  [[gnu::always_inline]] static float dot(const Unpacked& u, const Act* x) {
+    return block_dot<Dot, W>(u, x);
   }
 };
-
-template <class W>
-struct WideningTiles {
-  static constexpr size_t kDecodeRows = 4, kRows = 2, kToks = 4;
-  template <int R, int T, bool kPrefetch>
-  static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    super_tile<WideningGroup, W, R, T, kPrefetch>(a, r, t);
-  }
-};
-
-template <class W>
-void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
-                  size_t r0, size_t r1, float* y, size_t ldy) {
-  if (kHasDotprod)
-    tiling::run_tiled<SdotTiles<W>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
-  else
-    tiling::run_tiled<WideningTiles<W>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
-}
 
 // ---- 32-weight blocks (Q4_1, Q5_0, Q5_1, IQ4_NL) against BlockQ8Act ----
 // Weights 0-15 and 16-31 as two signed byte vectors (Q5_0 minus its offset 16, IQ4_NL its table values),
@@ -331,66 +292,76 @@ struct IQ4_NLW {
   }
 };
 
-template <class Dot, class W, int R, int T, bool kPrefetch>
-[[gnu::always_inline]] inline void block32_tile(const MatmulArgs& a, size_t r, size_t t) {
-  const size_t nb = a.n / 32;
+template <class W>
+struct Block32Format : W {
+  using Act = BlockQ8Act;
+  static constexpr size_t kElems = 32, kPrefetchBlocks = 4;  // at most 96 bytes: two lines
+  template <class Dot>
+  [[gnu::always_inline]] static float dot(const Block32& w, const Act* x) {
+    const int32x4_t d = vaddq_s32(Dot::dot(w.lo, vld1q_s8(x->qs)), Dot::dot(w.hi, vld1q_s8(x->qs + 16)));
+    float v = w.d * static_cast<float>(vaddvq_s32(d));
+    if constexpr (W::kMin) v += w.m * -0.125f * static_cast<float>(x->minus8_sum);
+    return x->d * v;
+  }
+};
+
+// ---- The tiles: R rows x T tokens of any format F (SuperFormat, Block32Format); each row's block is
+// loaded (unpacked) once for all T tokens. ----
+
+template <class Dot, class F, int R, int T, bool kPrefetch>
+[[gnu::always_inline]] inline void quant_tile(const MatmulArgs& a, size_t r, size_t t) {
+  const size_t nb = a.n / F::kElems;
   const uint8_t* w[R];
-  const BlockQ8Act* x[T];
+  const typename F::Act* x[T];
   float acc[R][T] = {};
   for (int i = 0; i < R; ++i) w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
-  for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const BlockQ8Act*>(a.x + (t + j) * a.x_row_bytes);
+  for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const typename F::Act*>(a.x + (t + j) * a.x_row_bytes);
   const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
   const bool streams = a.row_stride != 1;
   for (size_t b = 0; b < nb; ++b) {
     if constexpr (kPrefetch) {
-      if ((b & 3) == 0)  // 4 blocks (at most 96 bytes) of each row a step
+      if (b % F::kPrefetchBlocks == 0)
         for (int i = 0; i < R; ++i) {
           const uint8_t* ahead =
-              (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) + b * W::kBlockBytes;
-          __builtin_prefetch(ahead);
-          __builtin_prefetch(ahead + kLine);
+              (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) + b * F::kBlockBytes;
+          for (size_t o = 0; o < F::kPrefetchBlocks * F::kBlockBytes; o += kLine) __builtin_prefetch(ahead + o);
         }
     }
     for (int i = 0; i < R; ++i) {
-      const Block32 wb = W::load(w[i] + b * W::kBlockBytes);
-      for (int j = 0; j < T; ++j) {
-        const BlockQ8Act* xb = x[j] + b;
-        const int32x4_t dot = vaddq_s32(Dot::dot(wb.lo, vld1q_s8(xb->qs)), Dot::dot(wb.hi, vld1q_s8(xb->qs + 16)));
-        float v = wb.d * static_cast<float>(vaddvq_s32(dot));
-        if constexpr (W::kMin) v += wb.m * -0.125f * static_cast<float>(xb->minus8_sum);
-        acc[i][j] += xb->d * v;
-      }
+      const auto wb = F::load(w[i] + b * F::kBlockBytes);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[i][j] += F::template dot<Dot>(wb, x[j] + b);
     }
   }
   for (int j = 0; j < T; ++j)
     for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = acc[i][j];
 }
 
-template <class W>
-struct SdotBlock32Tiles {
+template <class F>
+struct SdotTiles {
   static constexpr size_t kDecodeRows = 4, kRows = 2, kToks = 4;
   template <int R, int T, bool kPrefetch>
   LMRT_TARGET_DOTPROD static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    block32_tile<SdotGroup, W, R, T, kPrefetch>(a, r, t);
+    quant_tile<SdotGroup, F, R, T, kPrefetch>(a, r, t);
   }
 };
 
-template <class W>
-struct WideningBlock32Tiles {
+template <class F>
+struct WideningTiles {
   static constexpr size_t kDecodeRows = 4, kRows = 2, kToks = 4;
   template <int R, int T, bool kPrefetch>
   static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    block32_tile<WideningGroup, W, R, T, kPrefetch>(a, r, t);
+    quant_tile<WideningGroup, F, R, T, kPrefetch>(a, r, t);
   }
 };
 
-template <class W>
-void matmul_block32(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
-                    size_t r0, size_t r1, float* y, size_t ldy) {
+template <class F>
+void matmul_quant(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                  size_t r0, size_t r1, float* y, size_t ldy) {
   if (kHasDotprod)
-    tiling::run_tiled<SdotBlock32Tiles<W>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    tiling::run_tiled<SdotTiles<F>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
   else
-    tiling::run_tiled<WideningBlock32Tiles<W>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    tiling::run_tiled<WideningTiles<F>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace
@@ -421,44 +392,44 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, size_t n) {
 
 void matmul_q2_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_super<Q2K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<SuperFormat<Q2K>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q3_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_super<Q3K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<SuperFormat<Q3K>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q4_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_super<Q4K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<SuperFormat<Q4K>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q5_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_super<Q5K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<SuperFormat<Q5K>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_super<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<SuperFormat<Q6K>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_iq4_xs(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_super<IQ4XS>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<SuperFormat<IQ4XS>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 void matmul_q4_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_block32<Q4_1W>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<Block32Format<Q4_1W>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q5_0(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_block32<Q5_0W>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<Block32Format<Q5_0W>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q5_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  matmul_block32<Q5_1W>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<Block32Format<Q5_1W>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_iq4_nl(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_block32<IQ4_NLW>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_quant<Block32Format<IQ4_NLW>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 }  // namespace lmrt::simd::neon
