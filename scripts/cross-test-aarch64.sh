@@ -5,8 +5,9 @@
 #   2. a plain ARMv8.0 CPU (qemu -cpu cortex-a53), LMRT_ISA=neon: the widening-multiply Q4_0 path;
 #   3. the scalar table (LMRT_ISA=scalar).
 # It installs what it needs (as root, with apt-get) and builds, in <root>/build-aarch64, only the
-# library and one small test binary made of tests/unit/simd_kernels_test.cpp, forward_test.cpp and the weight
-# format tests (quant_formats_test.cpp, quant_reference_test.cpp: every llama.cpp type against llama.cpp).
+# library and one small test binary made of tests/unit/simd_kernels_test.cpp, quant_kernels_test.cpp,
+# forward_test.cpp, the weight format tests (quant_formats_test.cpp, quant_reference_test.cpp: every llama.cpp
+# type against llama.cpp) and arch_test.cpp (every architecture against llama.cpp).
 # Exits non-zero on any failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,8 +54,8 @@ set(LMRT_ABI_DEBUG_INFO OFF CACHE BOOL "" FORCE)
 add_subdirectory("$root" lmrt)
 find_package(GTest REQUIRED)
 add_executable(lmrt_arm_tests "$root/tests/unit/simd_kernels_test.cpp" "$root/tests/unit/forward_test.cpp"
-  "$root/tests/unit/quant_formats_test.cpp" "$root/tests/unit/quant_reference_test.cpp" "$root/tests/unit/arch_test.cpp"
-  "$root/tests/test_support.cpp")
+  "$root/tests/unit/quant_kernels_test.cpp" "$root/tests/unit/quant_formats_test.cpp"
+  "$root/tests/unit/quant_reference_test.cpp" "$root/tests/unit/arch_test.cpp" "$root/tests/test_support.cpp")
 target_link_libraries(lmrt_arm_tests PRIVATE lmrt_static GTest::gtest GTest::gtest_main)
 target_include_directories(lmrt_arm_tests PRIVATE "$root" "$root/tests")
 target_compile_definitions(lmrt_arm_tests PRIVATE LMRT_DEFAULT_SHARED_DIR="$(cd "$root/.." && pwd)/shared")
@@ -75,7 +76,9 @@ qemu=(qemu-aarch64 -L "/usr/$triple" -E "LD_LIBRARY_PATH=/usr/$triple/lib")
 # Every Stories260K / TinyStories656K test in forward_test.cpp except the other ISAs' instances.
 forward='ThreadsAndKv/Stories260KGreedy.*:Stories260K.*:TinyStories656K.*:Context.*'
 # The weight formats: the type table, dequantizers against the F16 source, every ISA's matmul of every type.
-formats='TensorTypeTable.*:KernelTable.*:Dequantize.*:QuantizeQ8K.*'
+formats='TensorTypeTable.*:KernelTable.*:Dequantize.*'
+# The quant matmuls of every type (simd/quant_kernels.h): scalar against the reference, NEON against scalar.
+quant='Types/QuantKernels.*:QuantizeQ8K.*'
 failed=()
 
 # name, qemu cpu, LMRT_ISA, expect dotprod (yes|no|any), gtest filter
@@ -112,9 +115,9 @@ run() {
 # Every architecture's logits against llama.cpp's (tests/unit/arch_test.cpp), on NEON.
 arch='ArchIsa/ArchLogits.*_neon:ArchConfig.*'
 run "NEON with dotprod" neoverse-n1 neon yes \
-  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:$formats:Isas/QuantReference.*/neon:$arch"
+  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:$formats:$quant:Isas/QuantReference.*/neon:$arch"
 run "NEON without dotprod" cortex-a53 neon no \
-  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:Isas/QuantReference.*/neon:$arch"
+  "Isas/SimdKernels.*/neon:Isas/Stories260KGreedyIsa.*/neon:$forward:$quant:Isas/QuantReference.*/neon:$arch"
 run "scalar" cortex-a53 scalar any "Isas/Stories260KGreedyIsa.*/scalar:$forward:Isas/QuantReference.*/scalar"
 
 echo "== aarch64 done in $((SECONDS - start)) s"

@@ -23,6 +23,7 @@
 #include "simd/kv_streams.h"
 #include "simd/matmul_tiling.h"
 #include "simd/q4_0x16_via_q4_0.h"
+#include "simd/quant_kernels.h"
 
 namespace lmrt::simd {
 namespace {
@@ -502,22 +503,22 @@ const Kernels kAvx2 = {
             .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
             .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
             .q4_0 = {matmul<QuantTiles<Q4_0Weights>>, ActivationFormat::q8_32},
-            .q4_1 = kServedByScalar,
-            .q5_0 = kServedByScalar,
-            .q5_1 = kServedByScalar,
+            .q4_1 = {avx2::matmul_q4_1, ActivationFormat::q8_32},
+            .q5_0 = {avx2::matmul_q5_0, ActivationFormat::q8_32},
+            .q5_1 = {avx2::matmul_q5_1, ActivationFormat::q8_32},
             .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
-            .q2_k = kServedByScalar,
-            .q3_k = kServedByScalar,
-            .q4_k = kServedByScalar,
-            .q5_k = kServedByScalar,
-            .q6_k = kServedByScalar,
-            .iq4_nl = kServedByScalar,
-            .iq4_xs = kServedByScalar,
+            .q2_k = {avx2::matmul_q2_k, ActivationFormat::q8_k},
+            .q3_k = {avx2::matmul_q3_k, ActivationFormat::q8_k},
+            .q4_k = {avx2::matmul_q4_k, ActivationFormat::q8_k},
+            .q5_k = {avx2::matmul_q5_k, ActivationFormat::q8_k},
+            .q6_k = {avx2::matmul_q6_k, ActivationFormat::q8_k},
+            .iq4_nl = {avx2::matmul_iq4_nl, ActivationFormat::q8_32},
+            .iq4_xs = {avx2::matmul_iq4_xs, ActivationFormat::q8_k},
             .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
             .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
         },
     .quantize_q8_act = quantize_q8_act,
-    .quantize_q8_k = quantize_row_q8_k,  // the scalar reference (formats/k_quants.h)
+    .quantize_q8_k = avx2::quantize_q8_k,
     .rmsnorm = Ops::rmsnorm,
     .softmax = Ops::softmax,
     .silu_mul = Ops::silu_mul,

@@ -33,6 +33,7 @@
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
 #include "simd/q4_0x16_via_q4_0.h"
+#include "simd/quant_kernels.h"
 
 // For the functions that use SDOT; callers must check HWCAP_ASIMDDP first.
 #define LMRT_TARGET_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
@@ -534,22 +535,22 @@ constexpr Kernels make_table() {
               .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
               .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
               .q4_0 = {kQ4_0, ActivationFormat::q8_32},
-              .q4_1 = kServedByScalar,
-              .q5_0 = kServedByScalar,
-              .q5_1 = kServedByScalar,
+              .q4_1 = {neon::matmul_q4_1, ActivationFormat::q8_32},
+              .q5_0 = {neon::matmul_q5_0, ActivationFormat::q8_32},
+              .q5_1 = {neon::matmul_q5_1, ActivationFormat::q8_32},
               .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
-              .q2_k = kServedByScalar,
-              .q3_k = kServedByScalar,
-              .q4_k = kServedByScalar,
-              .q5_k = kServedByScalar,
-              .q6_k = kServedByScalar,
-              .iq4_nl = kServedByScalar,
-              .iq4_xs = kServedByScalar,
+              .q2_k = {neon::matmul_q2_k, ActivationFormat::q8_k},
+              .q3_k = {neon::matmul_q3_k, ActivationFormat::q8_k},
+              .q4_k = {neon::matmul_q4_k, ActivationFormat::q8_k},
+              .q5_k = {neon::matmul_q5_k, ActivationFormat::q8_k},
+              .q6_k = {neon::matmul_q6_k, ActivationFormat::q8_k},
+              .iq4_nl = {neon::matmul_iq4_nl, ActivationFormat::q8_32},
+              .iq4_xs = {neon::matmul_iq4_xs, ActivationFormat::q8_k},
               .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
               .q4_0x16 = {kQ4_0x16, ActivationFormat::q8_32},
           },
       .quantize_q8_act = quantize_q8_act,
-      .quantize_q8_k = quantize_row_q8_k,  // the scalar reference (formats/k_quants.h)
+      .quantize_q8_k = neon::quantize_q8_k,
       .rmsnorm = Ops::rmsnorm,
       .softmax = Ops::softmax,
       .silu_mul = Ops::silu_mul,
@@ -564,10 +565,10 @@ constexpr Kernels make_table() {
       .attend_f16 = nullptr,  // the graph attends token by token
       .attend_heads_f16 = nullptr,
       .rope = Ops::rope,
-    .gelu_mul = Ops::gelu_mul,
-    .softcap = Ops::softcap,
-    .scale = Ops::scale,
-    .rope_neox = Ops::rope_neox,
+      .gelu_mul = Ops::gelu_mul,
+      .softcap = Ops::softcap,
+      .scale = Ops::scale,
+      .rope_neox = Ops::rope_neox,
   };
 }
 

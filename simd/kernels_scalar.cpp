@@ -6,6 +6,7 @@
 #include "formats/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/kernels.h"
+#include "simd/quant_kernels.h"
 
 namespace lmrt::simd {
 namespace {
@@ -236,7 +237,6 @@ void rope_neox(float* v, const float* cs, size_t n_pairs) {
   }
 }
 
-
 constexpr ActivationFormat kF32 = ActivationFormat::f32, kQ8_32 = ActivationFormat::q8_32;
 
 const Kernels kScalar = {
@@ -246,22 +246,22 @@ const Kernels kScalar = {
             .f32 = {matmul_rows<float, float, dot_f32_row, 1>, kF32},
             .f16 = {matmul_rows<uint16_t, float, dot_f16_row, 1>, kF32},
             .q4_0 = {matmul_rows<BlockQ4_0, BlockQ8Act, dot_q4_0_row, 32>, kQ8_32},
-            .q4_1 = {matmul_dequantized<TensorType::q4_1>, kF32},
-            .q5_0 = {matmul_dequantized<TensorType::q5_0>, kF32},
-            .q5_1 = {matmul_dequantized<TensorType::q5_1>, kF32},
+            .q4_1 = {scalar::matmul_q4_1, ActivationFormat::q8_32},
+            .q5_0 = {scalar::matmul_q5_0, ActivationFormat::q8_32},
+            .q5_1 = {scalar::matmul_q5_1, ActivationFormat::q8_32},
             .q8_0 = {matmul_rows<BlockQ8_0, float, dot_q8_0_row, 32>, kF32},
-            .q2_k = {matmul_dequantized<TensorType::q2_k>, kF32},
-            .q3_k = {matmul_dequantized<TensorType::q3_k>, kF32},
-            .q4_k = {matmul_dequantized<TensorType::q4_k>, kF32},
-            .q5_k = {matmul_dequantized<TensorType::q5_k>, kF32},
-            .q6_k = {matmul_dequantized<TensorType::q6_k>, kF32},
-            .iq4_nl = {matmul_dequantized<TensorType::iq4_nl>, kF32},
-            .iq4_xs = {matmul_dequantized<TensorType::iq4_xs>, kF32},
+            .q2_k = {scalar::matmul_q2_k, ActivationFormat::q8_k},
+            .q3_k = {scalar::matmul_q3_k, ActivationFormat::q8_k},
+            .q4_k = {scalar::matmul_q4_k, ActivationFormat::q8_k},
+            .q5_k = {scalar::matmul_q5_k, ActivationFormat::q8_k},
+            .q6_k = {scalar::matmul_q6_k, ActivationFormat::q8_k},
+            .iq4_nl = {scalar::matmul_iq4_nl, ActivationFormat::q8_32},
+            .iq4_xs = {scalar::matmul_iq4_xs, ActivationFormat::q8_k},
             .bf16 = {matmul_rows<uint16_t, float, dot_bf16_row, 1>, kF32},
             .q4_0x16 = {matmul_q4_0x16, kQ8_32},
         },
     .quantize_q8_act = quantize_q8_act,
-    .quantize_q8_k = quantize_row_q8_k,
+    .quantize_q8_k = scalar::quantize_q8_k,
     .rmsnorm = rmsnorm,
     .softmax = softmax,
     .silu_mul = silu_mul,

@@ -1,0 +1,75 @@
+// Matmul kernels for ggml's K-quants, IQ4_XS and the 32-element types Q4_1, Q5_0, Q5_1 and IQ4_NL
+// (formats/blocks.h), one namespace per instruction set, plus Q8_K activation quantization.
+//
+// Every matmul has the MatmulFn signature (simd/kernels.h): Y[t * ldy + r] = dot(row r of W, row t of X)
+// for r in [r0, r1) and t in [0, n_tok). The activations are int8 blocks quantized once per matmul input:
+// - Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (n % 256 == 0): X rows are n / 256 BlockQ8_K (quantize_q8_k);
+// - Q4_1, Q5_0, Q5_1, IQ4_NL (n % 32 == 0): X rows are n / 32 BlockQ8Act (Kernels::quantize_q8_act).
+// X rows are x_row_bytes apart (a multiple of 4). Integer block sums are exact on every ISA; only the
+// order of the float accumulation differs from the scalar reference.
+//
+// The scalar namespace is the reference. An ISA without a kernel of its own for a type forwards to the
+// scalar one (simd/README.md lists which kernels are native per ISA). The avx2/avx512 functions exist
+// in x86-64 builds only, neon in AArch64 builds only; call an ISA's function only when
+// isa_available(that ISA).
+#pragma once
+
+#include <cstddef>
+
+#include "formats/blocks.h"
+#include "simd/kernels.h"
+
+#define LMRT_QUANT_KERNELS_DECLARE                                                                                 \
+  /* n % 256 == 0; ggml's quantize_row_q8_K: d = max / -127 with max the signed value of the first  */             \
+  /* largest |x|, q = nearest(x * -127 / max) (ties to even) clamped to 127, bsums of each 16 q; an */             \
+  /* all-zero block is d = 0, q = 0. Bit-identical on every ISA. */                                                \
+  void quantize_q8_k(const float* x, BlockQ8_K* y, size_t n);                                                      \
+  void matmul_q2_k(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_q3_k(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_q4_k(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_q5_k(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_q6_k(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_iq4_xs(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, \
+                     size_t r0, size_t r1, float* y, size_t ldy);                                                  \
+  void matmul_q4_1(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_q5_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_q5_1(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,   \
+                   size_t r0, size_t r1, float* y, size_t ldy);                                                    \
+  void matmul_iq4_nl(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, \
+                     size_t r0, size_t r1, float* y, size_t ldy);
+
+namespace lmrt::simd {
+
+namespace scalar {
+LMRT_QUANT_KERNELS_DECLARE
+}  // namespace scalar
+
+namespace avx2 {
+LMRT_QUANT_KERNELS_DECLARE
+}  // namespace avx2
+
+namespace avx512 {
+LMRT_QUANT_KERNELS_DECLARE
+}  // namespace avx512
+
+namespace neon {
+LMRT_QUANT_KERNELS_DECLARE
+}  // namespace neon
+
+}  // namespace lmrt::simd
+
+#undef LMRT_QUANT_KERNELS_DECLARE
+
+// Defines an ISA namespace's matmul `name` as the scalar reference's (a type without a native kernel).
+#define LMRT_QUANT_MATMUL_FROM_SCALAR(name)                                                                          \
+  void name(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0, \
+            size_t r1, float* y, size_t ldy) {                                                                       \
+    scalar::name(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);                                          \
+  }

@@ -1,0 +1,74 @@
+// AVX2 + FMA + F16C kernels for the K-quants, IQ4_XS, Q4_1, Q5_0, Q5_1 and IQ4_NL (simd/quant_kernels.h):
+// the shared x86 code of quant_kernels_x86.h (its comments explain the method) with 4-row decode tiles and
+// 2-row x 4-token prefill tiles (16 ymm registers).
+//
+// Everything but the namespace's entry points has internal linkage (see simd/README.md).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "simd/matmul_tiling.h"
+#include "simd/quant_kernels.h"
+
+namespace lmrt::simd::avx2 {
+namespace {
+
+#include "simd/quant_kernels_x86.h"
+
+template <class W>
+void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                  size_t r0, size_t r1, float* y, size_t ldy) {
+  matmul_super<W, 4, 2, 4>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
+}  // namespace
+
+void quantize_q8_k(const float* x, BlockQ8_K* y, size_t n) { quantize_q8_k_x86(x, y, n); }
+
+void matmul_q2_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q2K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q3_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  // Q3_K's unpack needs more registers than the others: with 4 decode rows (or 2 prefill rows) AVX2's 16
+  // spill (decode 6.5 GB/s against 10.9 with 2 rows, measured with quant_matmul_bench).
+  matmul_super<Q3K, 2, 1, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q4_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q4K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q5K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_super<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_iq4_xs(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  matmul_super<IQ4XS>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+
+void matmul_q4_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q4_1W, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_0(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q5_0W, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_q5_1(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                 float* y, size_t ldy) {
+  matmul_block32<Q5_1W, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+void matmul_iq4_nl(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  matmul_block32<IQ4_NLW, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+
+}  // namespace lmrt::simd::avx2
