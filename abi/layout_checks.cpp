@@ -25,6 +25,8 @@ static_assert(sizeof(lmrt_model_params) == 8);
 static_assert(sizeof(lmrt_context_params) == 24 && offsetof(lmrt_context_params, logits_all) == 20);
 static_assert(offsetof(lmrt_model_info, n_params) == 168 && offsetof(lmrt_model_info, n_tensors_f32) == 220 &&
               offsetof(lmrt_model_info, bytes_f32) == 240 && sizeof(lmrt_model_info) == 280);
+static_assert(sizeof(lmrt_tokenizer_info) == 164 && offsetof(lmrt_tokenizer_info, bos_token) == 68 &&
+              offsetof(lmrt_tokenizer_info, n_eog_tokens) == 96 && offsetof(lmrt_tokenizer_info, eog_tokens) == 100);
 static_assert(sizeof(lmrt_token_event) == 48 && offsetof(lmrt_token_event, text) == 8 &&
               offsetof(lmrt_token_event, index) == 24 && offsetof(lmrt_token_event, logprobs) == 40);
 static_assert(sizeof(lmrt_token_logprobs) == 172 && offsetof(lmrt_token_logprobs, top) == 12);

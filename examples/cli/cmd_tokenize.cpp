@@ -1,5 +1,7 @@
-// lmrt tokenize: print the token ids of a text, one line, space separated.
+// lmrt tokenize: print the token ids of a text (-p TEXT or -f FILE), one line, space separated.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,18 +11,32 @@ int cmd_tokenize(int argc, char** argv) {
   cli::Args args;
   std::string error;
   if (!cli::parse_args(argc, argv, 2,
-                       {{"model", "m", true}, {"prompt", "p", true}, {"no-bos", "", false}, {"special", "", false}},
+                       {{"model", "m", true},
+                        {"prompt", "p", true},
+                        {"file", "f", true},
+                        {"no-bos", "", false},
+                        {"special", "", false}},
                        &args, &error)) {
     cli::print_error("tokenize", error);
     return 2;
   }
-  if (!args.has("prompt")) {
-    cli::print_error("tokenize", "give the text with -p TEXT");
+  if (args.has("prompt") == args.has("file")) {
+    cli::print_error("tokenize", "give the text with -p TEXT or -f FILE");
     return 2;
+  }
+  std::string text = args.get("prompt");
+  if (args.has("file")) {
+    std::ifstream in(args.get("file"), std::ios::binary);
+    std::ostringstream buf;
+    if (!in) {
+      cli::print_error("tokenize", "cannot read " + args.get("file"));
+      return 1;
+    }
+    buf << in.rdbuf();  // an empty file sets failbit only: its text is ""
+    text = buf.str();
   }
   lmrt_model* model = cli::open_model(cli::model_path(args));
   if (model == nullptr) return 1;
-  const std::string text = args.get("prompt");
   const uint32_t flags =
       (args.has("no-bos") ? 0u : LMRT_TOKENIZE_ADD_BOS) | (args.has("special") ? LMRT_TOKENIZE_PARSE_SPECIAL : 0u);
   size_t n = 0;

@@ -20,17 +20,14 @@ using Ids = std::vector<int32_t>;
 
 std::string vocab_dir() { return test::shared_dir() + "/vocab"; }
 
-std::unique_ptr<SpmTokenizer> load_tokenizer(const std::string& path) {
+// Builds the tokenizer a vocabulary file asks for, from its metadata alone.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   std::unique_ptr<GgufFile> gguf;
   Status s = GgufFile::open(path, true, &gguf);
   EXPECT_TRUE(s.ok()) << path << ": " << s.message();
   if (!s.ok()) return nullptr;
-  Vocab vocab;
-  s = Vocab::from_gguf(*gguf, &vocab);
-  EXPECT_TRUE(s.ok()) << path << ": " << s.message();
-  if (!s.ok()) return nullptr;
-  std::unique_ptr<SpmTokenizer> tok;
-  s = SpmTokenizer::create(std::move(vocab), &tok);
+  std::unique_ptr<Tokenizer> tok;
+  s = Tokenizer::from_gguf(*gguf, &tok);
   EXPECT_TRUE(s.ok()) << path << ": " << s.message();
   return tok;
 }
@@ -77,19 +74,19 @@ std::vector<Ids> parse_out(const std::string& data) {
   return lines;
 }
 
-std::string decode(const SpmTokenizer& tok, const Ids& ids) {
+std::string decode(const Tokenizer& tok, const Ids& ids) {
   std::string text, piece;
   for (int32_t id : ids) {
-    Status s = tok.token_to_piece(id, &piece);
+    Status s = tok.token_to_bytes(id, &piece);
     EXPECT_TRUE(s.ok()) << s.message();
     text += piece;
   }
   return text;
 }
 
-Ids tokenize(const SpmTokenizer& tok, std::string_view text, bool add_bos = false, bool parse_special = false) {
+Ids tokenize(const Tokenizer& tok, std::string_view text, bool add_bos = false, bool parse_special = false) {
   Ids ids;
-  Status s = tok.tokenize(text, add_bos, parse_special, &ids);
+  Status s = tok.encode(text, add_bos, parse_special, &ids);
   EXPECT_TRUE(s.ok()) << s.message();
   return ids;
 }
@@ -102,9 +99,9 @@ class LlamaSpm : public ::testing::Test {
     tok_ = nullptr;
   }
   void SetUp() override { ASSERT_NE(tok_, nullptr); }
-  static SpmTokenizer* tok_;
+  static Tokenizer* tok_;
 };
-SpmTokenizer* LlamaSpm::tok_ = nullptr;
+Tokenizer* LlamaSpm::tok_ = nullptr;
 
 TEST_F(LlamaSpm, VocabularyMetadata) {
   EXPECT_EQ(tok_->n_vocab(), 32000);
@@ -167,7 +164,7 @@ TEST_F(LlamaSpm, FallsBackToByteTokens) {
       EXPECT_EQ(tok_->token_text(ids[i]), name);
       EXPECT_EQ(tok_->vocab().types[ids[i]], TokenType::byte);
       std::string piece;
-      ASSERT_TRUE(tok_->token_to_piece(ids[i], &piece).ok());
+      ASSERT_TRUE(tok_->token_to_bytes(ids[i], &piece).ok());
       bytes += piece;
     }
     EXPECT_EQ(bytes, ch);
@@ -191,7 +188,7 @@ TEST_F(LlamaSpm, RefusesInvalidUtf8WithOffset) {
   };
   for (const auto& c : cases) {
     Ids ids{42};
-    Status s = tok_->tokenize(c.text, false, false, &ids);
+    Status s = tok_->encode(c.text, false, false, &ids);
     EXPECT_EQ(s.code(), Code::bad_utf8) << c.offset;
     EXPECT_NE(s.message().find("byte offset " + std::to_string(c.offset)), std::string::npos) << s.message();
     EXPECT_TRUE(ids.empty());
@@ -210,16 +207,16 @@ TEST_F(LlamaSpm, ParsesSpecialTokensOnlyWhenAsked) {
 
 TEST_F(LlamaSpm, PieceOfEachTokenKind) {
   std::string piece = "stale";
-  ASSERT_TRUE(tok_->token_to_piece(15043, &piece).ok());  // "▁Hello"
+  ASSERT_TRUE(tok_->token_to_bytes(15043, &piece).ok());  // "▁Hello"
   EXPECT_EQ(piece, " Hello");
-  ASSERT_TRUE(tok_->token_to_piece(1, &piece).ok());  // control
+  ASSERT_TRUE(tok_->token_to_bytes(1, &piece).ok());  // control
   EXPECT_EQ(piece, "");
-  ASSERT_TRUE(tok_->token_to_piece(0, &piece).ok());  // unknown
+  ASSERT_TRUE(tok_->token_to_bytes(0, &piece).ok());  // unknown
   EXPECT_EQ(piece, "");
-  ASSERT_TRUE(tok_->token_to_piece(3 + 0x0A, &piece).ok());  // <0x0A>
+  ASSERT_TRUE(tok_->token_to_bytes(3 + 0x0A, &piece).ok());  // <0x0A>
   EXPECT_EQ(piece, "\n");
-  EXPECT_EQ(tok_->token_to_piece(32000, &piece).code(), Code::invalid_argument);
-  EXPECT_EQ(tok_->token_to_piece(-1, &piece).code(), Code::invalid_argument);
+  EXPECT_EQ(tok_->token_to_bytes(32000, &piece).code(), Code::invalid_argument);
+  EXPECT_EQ(tok_->token_to_bytes(-1, &piece).code(), Code::invalid_argument);
 }
 
 TEST_F(LlamaSpm, LongInputRoundTripsQuickly) {
@@ -369,13 +366,18 @@ TEST(SpmTokenizerTiny, RefusesBrokenVocabularies) {
   EXPECT_EQ(tok, nullptr);
 }
 
-TEST(SpmTokenizerTiny, BosWithoutBosTokenIsAnError) {
+// add_special adds BOS only when the vocabulary asks for it; asking without a BOS token is refused.
+TEST(SpmTokenizerTiny, BosFollowsTheVocabularysAddBos) {
   Vocab v = tiny_vocab();
+  v.add_bos = true;
+  EXPECT_EQ(tokenize(*make(v), "a", /*add_special=*/true), (Ids{1, 7}));
+  v.add_bos = false;
+  EXPECT_EQ(tokenize(*make(v), "a", /*add_special=*/true), (Ids{7}));
   v.bos_id = -1;
-  auto tok = make(std::move(v));
-  ASSERT_NE(tok, nullptr);
-  Ids ids;
-  EXPECT_EQ(tok->tokenize("a", true, false, &ids).code(), Code::invalid_argument);
+  EXPECT_EQ(tokenize(*make(v), "a", /*add_special=*/true), (Ids{7}));
+  v.add_bos = true;
+  std::unique_ptr<SpmTokenizer> tok;
+  EXPECT_EQ(SpmTokenizer::create(std::move(v), &tok).code(), Code::invalid_argument);
 }
 
 TEST(SpmTokenizerTiny, NoUnknownTokenIsAnError) {
@@ -384,7 +386,7 @@ TEST(SpmTokenizerTiny, NoUnknownTokenIsAnError) {
   auto tok = make(std::move(v));
   ASSERT_NE(tok, nullptr);
   Ids ids;
-  Status s = tok->tokenize("a\xC3\xA9", false, false, &ids);
+  Status s = tok->encode("a\xC3\xA9", false, false, &ids);
   EXPECT_EQ(s.code(), Code::invalid_argument);
   EXPECT_TRUE(ids.empty());
 }
@@ -496,10 +498,16 @@ TEST(VocabFromGguf, ReadsKeysAndAppliesLlamaCppDefaults) {
 TEST(VocabFromGguf, RefusesOtherModelsAndBrokenArrays) {
   Vocab v;
   {
-    GgufWriter w = tiny_gguf("gpt2");
-    Status s = vocab_from_bytes("vocab_gpt2.gguf", w.bytes(), &v);
+    GgufWriter w = tiny_gguf("t5");
+    Status s = vocab_from_bytes("vocab_t5.gguf", w.bytes(), &v);
     EXPECT_EQ(s.code(), Code::unsupported);
-    EXPECT_NE(s.message().find("gpt2"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("\"t5\""), std::string::npos) << s.message();
+  }
+  {
+    GgufWriter w = tiny_gguf("gpt2");  // byte-level BPE needs its merges
+    Status s = vocab_from_bytes("vocab_gpt2.gguf", w.bytes(), &v);
+    EXPECT_EQ(s.code(), Code::bad_format);
+    EXPECT_NE(s.message().find("tokenizer.ggml.merges"), std::string::npos) << s.message();
   }
   {
     GgufWriter w = tiny_gguf("llama");
