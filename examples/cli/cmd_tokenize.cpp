@@ -39,11 +39,14 @@ int cmd_tokenize(int argc, char** argv) {
   if (model == nullptr) return 1;
   const uint32_t flags =
       (args.has("no-bos") ? 0u : LMRT_TOKENIZE_ADD_BOS) | (args.has("special") ? LMRT_TOKENIZE_PARSE_SPECIAL : 0u);
+  // A text rarely has more tokens than bytes (plus BOS/EOS and a space prefix): one call usually does.
+  std::vector<int32_t> ids(text.size() + 8);
   size_t n = 0;
-  lmrt_status s = lmrt_tokenize(model, text.data(), text.size(), flags, nullptr, 0, &n);
-  std::vector<int32_t> ids(n);
-  if (s == LMRT_ERR_BUFFER_TOO_SMALL || s == LMRT_OK)
+  lmrt_status s = lmrt_tokenize(model, text.data(), text.size(), flags, ids.data(), ids.size(), &n);
+  if (s == LMRT_ERR_BUFFER_TOO_SMALL) {
+    ids.resize(n);
     s = lmrt_tokenize(model, text.data(), text.size(), flags, ids.data(), ids.size(), &n);
+  }
   if (s != LMRT_OK) {
     cli::print_error("tokenize", std::string(lmrt_status_str(s)) + ": " + lmrt_model_last_error(model));
     lmrt_model_close(model);

@@ -38,12 +38,6 @@ uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return c - 'a' + 10;  // validated by Vocab::validate
-}
-
 bool ignores_merges(std::string_view pre) {
   for (std::string_view p : {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"}) {
     if (pre == p) return true;
@@ -116,7 +110,7 @@ Status BpeTokenizer::token_to_bytes(int32_t id, std::string* out) const {
       decode_byte_level(text, out);
       break;
     case TokenType::byte:
-      *out += static_cast<char>(hex_value(text[3]) * 16 + hex_value(text[4]));
+      *out += static_cast<char>(byte_token_value(text));
       break;
     case TokenType::user_defined:
       *out = text;

@@ -49,12 +49,6 @@ std::string escape_spaces(std::string_view text, bool prefix_space) {
   return out;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return c - 'a' + 10;  // validated by Vocab::validate
-}
-
 }  // namespace
 
 SpmTokenizer::SpmTokenizer(Vocab vocab) : Tokenizer(std::move(vocab)) {}
@@ -109,7 +103,7 @@ Status SpmTokenizer::token_to_bytes(int32_t id, std::string* out) const {
       break;
     }
     case TokenType::byte:
-      *out += static_cast<char>(hex_value(text[3]) * 16 + hex_value(text[4]));
+      *out += static_cast<char>(byte_token_value(text));
       break;
     case TokenType::user_defined:
       *out = text;

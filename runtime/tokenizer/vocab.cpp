@@ -93,6 +93,11 @@ const char* token_type_name(TokenType type) {
   return "invalid";
 }
 
+uint8_t byte_token_value(std::string_view text) {
+  auto hex = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+  return static_cast<uint8_t>(hex(text[3]) * 16 + hex(text[4]));
+}
+
 const char* tokenizer_kind_name(TokenizerKind kind) { return kind == TokenizerKind::bpe ? "gpt2" : "llama"; }
 
 Status Vocab::validate() const {

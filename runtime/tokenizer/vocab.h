@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/util/status.h"
@@ -21,6 +22,9 @@ enum class TokenType : int32_t {
   unused = 5,
   byte = 6,
 };
+
+// The byte a byte token's text "<0xXX>" stands for (the text is checked by Vocab::validate).
+uint8_t byte_token_value(std::string_view text);
 
 // Name of a token type ("normal", "byte", ...), or "invalid" for a value outside the enum.
 const char* token_type_name(TokenType type);

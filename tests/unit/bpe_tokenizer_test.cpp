@@ -16,6 +16,7 @@
 #include "runtime/tokenizer/byte_level.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "test_support.h"
+#include "vocab_vectors.h"
 
 namespace lmrt {
 namespace {
@@ -33,33 +34,6 @@ std::unique_ptr<Tokenizer> load(const std::string& name) {
   s = Tokenizer::from_gguf(*gguf, &tok);
   EXPECT_TRUE(s.ok()) << name << ": " << s.message();
   return tok;
-}
-
-// The .inp format: strings separated by lines reading "__ggml_vocab_test__"; the newline that ends
-// a string's last line belongs to the separator.
-std::vector<std::string> parse_inp(const std::string& data) {
-  static const std::string kSep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> strings;
-  size_t pos = 0;
-  for (size_t hit = data.find(kSep); hit != std::string::npos; hit = data.find(kSep, pos)) {
-    strings.push_back(data.substr(pos, hit - pos));
-    pos = hit + kSep.size();
-  }
-  return strings;
-}
-
-std::vector<Ids> parse_out(const std::string& data) {
-  std::vector<Ids> lines;
-  std::istringstream in(data);
-  std::string line;
-  while (std::getline(in, line)) {
-    Ids ids;
-    std::istringstream words(line);
-    long long id = 0;
-    while (words >> id) ids.push_back(static_cast<int32_t>(id));
-    lines.push_back(ids);
-  }
-  return lines;
 }
 
 Ids encode(const Tokenizer& tok, std::string_view text, bool add_special = false, bool parse_special = false) {
@@ -86,8 +60,8 @@ TEST_P(VocabVectors, ReproduceLlamaCppIdsAndRoundTrip) {
   std::unique_ptr<Tokenizer> tok = load(name);
   ASSERT_NE(tok, nullptr);
   const std::string stem = vocab_dir() + "/ggml-vocab-" + name + ".gguf";
-  const std::vector<std::string> inputs = parse_inp(test::read_file(stem + ".inp"));
-  const std::vector<Ids> expected = parse_out(test::read_file(stem + ".out"));
+  const std::vector<std::string> inputs = test::parse_vocab_inp(test::read_file(stem + ".inp"));
+  const std::vector<Ids> expected = test::parse_vocab_out(test::read_file(stem + ".out"));
   ASSERT_EQ(inputs.size(), 46u);
   ASSERT_EQ(inputs.size(), expected.size());
   int passed = 0;

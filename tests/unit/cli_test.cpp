@@ -76,6 +76,9 @@ TEST(Cli, TokenizeAndInfoOnByteLevelBpe) {
   CliRun gpt2 = run_cli("tokenize -m '" + lmrt::test::shared_dir() + "/vocab/gpt-2.gguf' -p 'Hello world'");
   ASSERT_EQ(gpt2.exit_code, 0) << gpt2.err;
   EXPECT_EQ(gpt2.out, "15496 995\n");  // no BOS: the vocabulary does not ask for one
+  CliRun run = run_cli("run -m '" + lmrt::test::shared_dir() + "/vocab/gpt-2.gguf' -p 'Hello world' -n 3 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\"prompt_tokens\":2"), std::string::npos) << run.out;
   CliRun info = run_cli("info -m " + llama3);
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("tokenizer     gpt2, pre-tokenizer llama-bpe (bos 128000, eos 128001"), std::string::npos)

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "runtime/generate/context.h"
 #include "formats/dequantize.h"
+#include "runtime/generate/context.h"
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/gguf_writer.h"
 #include "runtime/model/llama_model.h"

@@ -12,6 +12,7 @@
 #include "runtime/tokenizer/vocab.h"
 #include "runtime/util/utf8.h"
 #include "test_support.h"
+#include "vocab_vectors.h"
 
 namespace lmrt {
 namespace {
@@ -30,48 +31,6 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   s = Tokenizer::from_gguf(*gguf, &tok);
   EXPECT_TRUE(s.ok()) << path << ": " << s.message();
   return tok;
-}
-
-// The .inp format: strings separated by lines reading "__ggml_vocab_test__"; the newline that ends
-// a string's last line belongs to the separator, and the last string ends at the final separator.
-std::vector<std::string> parse_inp(const std::string& data) {
-  static const std::string kSep = "__ggml_vocab_test__";
-  std::vector<std::string> strings;
-  std::string current;
-  bool have_line = false;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    size_t end = data.find('\n', pos);
-    if (end == std::string::npos) end = data.size();
-    const std::string line = data.substr(pos, end - pos);
-    pos = end + 1;
-    if (line == kSep) {
-      strings.push_back(current);
-      current.clear();
-      have_line = false;
-    } else {
-      if (have_line) current += '\n';
-      current += line;
-      have_line = true;
-    }
-  }
-  EXPECT_FALSE(have_line) << "text after the last separator: " << current;
-  return strings;
-}
-
-std::vector<Ids> parse_out(const std::string& data) {
-  std::vector<Ids> lines;
-  std::istringstream in(data);
-  std::string line;
-  while (std::getline(in, line)) {
-    Ids ids;
-    std::istringstream words(line);
-    long long id = 0;
-    while (words >> id) ids.push_back(static_cast<int32_t>(id));
-    EXPECT_TRUE(words.eof()) << "bad .out line: " << line;
-    lines.push_back(ids);
-  }
-  return lines;
 }
 
 std::string decode(const Tokenizer& tok, const Ids& ids) {
@@ -121,19 +80,9 @@ TEST_F(LlamaSpm, VocabularyMetadata) {
   EXPECT_EQ(tok_->token_text(32000), "");
 }
 
-TEST_F(LlamaSpm, ReproducesLlamaCppVectors) {
-  const std::vector<std::string> inputs = parse_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
-  const std::vector<Ids> expected = parse_out(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.out"));
-  ASSERT_EQ(inputs.size(), expected.size());
-  ASSERT_GE(inputs.size(), 40u);
-  EXPECT_EQ(inputs[0], "ied 4 \xC2\xBD months");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    EXPECT_EQ(tokenize(*tok_, inputs[i]), expected[i]) << "vector " << i << ": \"" << inputs[i] << "\"";
-  }
-}
-
 TEST_F(LlamaSpm, DecodeRoundTripsEveryVector) {
-  const std::vector<std::string> inputs = parse_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
+  const std::vector<std::string> inputs =
+      test::parse_vocab_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string text = decode(*tok_, tokenize(*tok_, inputs[i]));
     if (!inputs[i].empty()) {
@@ -221,7 +170,8 @@ TEST_F(LlamaSpm, PieceOfEachTokenKind) {
 
 TEST_F(LlamaSpm, LongInputRoundTripsQuickly) {
   // A quarter megabyte of mixed text: a quadratic merge would take minutes here.
-  const std::vector<std::string> inputs = parse_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
+  const std::vector<std::string> inputs =
+      test::parse_vocab_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
   std::string text;
   while (text.size() < (256u << 10)) {
     for (const std::string& s : inputs) text += s + "\n";
