@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/util/utf8.h"
 #include "test_support.h"
 
 namespace {
@@ -165,6 +166,49 @@ TEST(CApiTokenizer, ByteLevelBpeModelWithoutBosRuns) {
   ASSERT_EQ(lmrt_generate(ctx, &req, nullptr, nullptr, &r), LMRT_OK) << lmrt_context_last_error(ctx);
   EXPECT_EQ(r.prompt_tokens, 2u);
   EXPECT_GE(r.completion_tokens, 1u);
+  lmrt_context_free(ctx);
+}
+
+int collect_piece(void* user, const lmrt_token_event* ev) {
+  static_cast<std::vector<std::string>*>(user)->emplace_back(ev->text, ev->text_len);
+  return 0;
+}
+
+// A byte-level BPE token can be one byte of a UTF-8 character: streaming never hands one out alone.
+TEST(CApiTokenizer, ByteTokensStreamOnlyWholeCharacters) {
+  ModelPtr m = open_path(vocab_file("gpt-2"));
+  ASSERT_TRUE(m);
+  char piece[8];
+  size_t len = 0;
+  ASSERT_EQ(lmrt_token_to_piece(m.get(), 158, piece, sizeof piece, &len), LMRT_OK);  // GPT-2's byte 0xE2
+  ASSERT_EQ(std::string(piece, len), "\xE2");
+  lmrt_context_params cp;
+  lmrt_context_params_init(&cp);
+  cp.n_ctx = 32;
+  cp.n_threads = 1;
+  lmrt_context* ctx = nullptr;
+  ASSERT_EQ(lmrt_context_create(m.get(), &cp, &ctx, nullptr, 0), LMRT_OK);
+  const lmrt_logit_bias bias{158, 100.0f};
+  lmrt_generate_request req;
+  lmrt_generate_request_init(&req);
+  req.prompt = "Hello";
+  req.max_tokens = 3;
+  req.n_logit_bias = 1;
+  req.logit_bias = &bias;
+  std::vector<std::string> pieces;
+  lmrt_generate_result r;
+  r.struct_size = sizeof r;
+  ASSERT_EQ(lmrt_generate(ctx, &req, collect_piece, &pieces, &r), LMRT_OK) << lmrt_context_last_error(ctx);
+  ASSERT_EQ(r.completion_tokens, 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r.tokens[i], 158);
+  std::string streamed;
+  for (const std::string& p : pieces) {
+    EXPECT_EQ(lmrt::utf8_find_invalid(p), std::string::npos) << "a piece with a partial character";
+    streamed += p;
+  }
+  // Three lone lead bytes are three invalid characters: each becomes U+FFFD.
+  EXPECT_EQ(streamed, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(std::string(r.text, r.text_len), streamed);
   lmrt_context_free(ctx);
 }
 
