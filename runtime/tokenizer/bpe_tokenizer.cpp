@@ -98,30 +98,7 @@ Status BpeTokenizer::build_tables() {
   return Status::Ok();
 }
 
-Status BpeTokenizer::token_to_bytes(int32_t id, std::string* out) const {
-  if (id < 0 || id >= n_vocab()) {
-    return Error(Code::invalid_argument, "token id " + std::to_string(id) + " is out of range (vocabulary has " +
-                                             std::to_string(n_vocab()) + " tokens)");
-  }
-  out->clear();
-  const std::string& text = vocab_.tokens[id];
-  switch (vocab_.types[id]) {
-    case TokenType::normal:
-      decode_byte_level(text, out);
-      break;
-    case TokenType::byte:
-      *out += static_cast<char>(byte_token_value(text));
-      break;
-    case TokenType::user_defined:
-      *out = text;
-      break;
-    case TokenType::control:
-    case TokenType::unknown:
-    case TokenType::unused:
-      break;
-  }
-  return Status::Ok();
-}
+void BpeTokenizer::decode_normal(std::string_view text, std::string* out) const { decode_byte_level(text, out); }
 
 Status BpeTokenizer::encode_text(std::string_view text, bool, std::vector<int32_t>* out) const {
   std::vector<std::pair<size_t, size_t>> words;

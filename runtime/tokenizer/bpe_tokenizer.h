@@ -26,9 +26,6 @@ class BpeTokenizer final : public Tokenizer {
   // (validation), unsupported (pre-tokenizer), bad_format (a merge without a space).
   static Status create(Vocab vocab, std::unique_ptr<BpeTokenizer>* out);
 
-  // Normal tokens decoded from the byte alphabet, user-defined and control... as llama.cpp:
-  // user-defined tokens as their text, <0xXX> byte tokens as their byte, control / unknown / unused as "".
-  Status token_to_bytes(int32_t id, std::string* out) const override;
   std::string_view visible_piece(int32_t, std::string_view bytes) const override { return bytes; }
 
   const BpePretokenizer& pretokenizer() const { return *pre_; }
@@ -37,6 +34,8 @@ class BpeTokenizer final : public Tokenizer {
   explicit BpeTokenizer(Vocab vocab);
   Status build_tables();
   Status encode_text(std::string_view text, bool starts_sequence, std::vector<int32_t>* out) const override;
+  // Normal tokens are text in GPT-2's byte alphabet.
+  void decode_normal(std::string_view text, std::string* out) const override;
   // Appends the ids of one pre-tokenized word (raw bytes).
   Status encode_word(std::string_view word, std::string* scratch, std::vector<int32_t>* out) const;
   // Symbol id of a text: its token id, else an id >= n_vocab for texts that only merges produce.

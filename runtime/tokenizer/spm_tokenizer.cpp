@@ -82,38 +82,16 @@ std::string_view SpmTokenizer::visible_piece(int32_t prev, std::string_view byte
   return bytes;
 }
 
-Status SpmTokenizer::token_to_bytes(int32_t id, std::string* out) const {
-  if (id < 0 || id >= n_vocab()) {
-    return Error(Code::invalid_argument, "token id " + std::to_string(id) + " is out of range (vocabulary has " +
-                                             std::to_string(n_vocab()) + " tokens)");
-  }
-  out->clear();
-  const std::string& text = vocab_.tokens[id];
-  switch (vocab_.types[id]) {
-    case TokenType::normal: {
-      size_t pos = 0;
-      while (pos < text.size()) {
-        if (text.compare(pos, kSpaceMarker.size(), kSpaceMarker) == 0) {
-          *out += ' ';
-          pos += kSpaceMarker.size();
-        } else {
-          *out += text[pos++];
-        }
-      }
-      break;
+void SpmTokenizer::decode_normal(std::string_view text, std::string* out) const {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (text.substr(pos, kSpaceMarker.size()) == kSpaceMarker) {
+      *out += ' ';
+      pos += kSpaceMarker.size();
+    } else {
+      *out += text[pos++];
     }
-    case TokenType::byte:
-      *out += static_cast<char>(byte_token_value(text));
-      break;
-    case TokenType::user_defined:
-      *out = text;
-      break;
-    case TokenType::control:
-    case TokenType::unknown:
-    case TokenType::unused:
-      break;
   }
-  return Status::Ok();
 }
 
 Status SpmTokenizer::encode_text(std::string_view text, bool starts_sequence, std::vector<int32_t>* out) const {

@@ -25,15 +25,14 @@ class SpmTokenizer final : public Tokenizer {
   // Validates `vocab` (Vocab::validate) and builds the look-up tables once.
   static Status create(Vocab vocab, std::unique_ptr<SpmTokenizer>* out);
 
-  // Normal tokens with '▁' as ' ', byte tokens as their byte, user-defined tokens as their text,
-  // control / unknown / unused tokens as "".
-  Status token_to_bytes(int32_t id, std::string* out) const override;
   std::string_view visible_piece(int32_t prev, std::string_view bytes) const override;
 
  private:
   explicit SpmTokenizer(Vocab vocab);
   void build_tables();
   Status encode_text(std::string_view text, bool starts_sequence, std::vector<int32_t>* out) const override;
+  // Normal tokens with '▁' as ' '.
+  void decode_normal(std::string_view text, std::string* out) const override;
   // Tokenizes one run of escaped text ('▁' for spaces), appending ids.
   Status tokenize_escaped(std::string_view text, std::vector<int32_t>* out) const;
 

@@ -81,6 +81,31 @@ std::string_view Tokenizer::token_text(int32_t id) const {
   return vocab_.tokens[id];
 }
 
+Status Tokenizer::token_to_bytes(int32_t id, std::string* out) const {
+  if (id < 0 || id >= n_vocab()) {
+    return Error(Code::invalid_argument, "token id " + std::to_string(id) + " is out of range (vocabulary has " +
+                                             std::to_string(n_vocab()) + " tokens)");
+  }
+  out->clear();
+  const std::string& text = vocab_.tokens[id];
+  switch (vocab_.types[id]) {
+    case TokenType::normal:
+      decode_normal(text, out);
+      break;
+    case TokenType::byte:
+      *out += static_cast<char>(byte_token_value(text));
+      break;
+    case TokenType::user_defined:
+      *out = text;
+      break;
+    case TokenType::control:
+    case TokenType::unknown:
+    case TokenType::unused:
+      break;
+  }
+  return Status::Ok();
+}
+
 bool Tokenizer::is_eog(int32_t id) const {
   return id >= 0 && std::find(eog_ids_.begin(), eog_ids_.end(), id) != eog_ids_.end();
 }

@@ -37,9 +37,10 @@ class Tokenizer {
   // first malformed character; invalid_argument for a text too long to tokenize.
   Status encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>* out) const;
 
-  // Replaces *out with the bytes `id` stands for (a byte token may be part of a UTF-8 character;
-  // control, unknown and unused tokens are ""). Errors: invalid_argument for an id out of range.
-  virtual Status token_to_bytes(int32_t id, std::string* out) const = 0;
+  // Replaces *out with the bytes `id` stands for: normal tokens decoded the kind's way, <0xXX> byte
+  // tokens as their byte (which may be part of a UTF-8 character), user-defined tokens as their text,
+  // control, unknown and unused tokens as "". Errors: invalid_argument for an id out of range.
+  Status token_to_bytes(int32_t id, std::string* out) const;
 
   // The text token `id`'s bytes add when it follows `prev`: SentencePiece drops the space it puts
   // before the first word after BOS (that word starts the text); other kinds show bytes unchanged.
@@ -70,6 +71,8 @@ class Tokenizer {
   // Appends the ids of one run of plain text; `starts_sequence` is true for text at the start or
   // right after a special token.
   virtual Status encode_text(std::string_view text, bool starts_sequence, std::vector<int32_t>* out) const = 0;
+  // Appends the bytes a normal token's vocabulary text stands for.
+  virtual void decode_normal(std::string_view text, std::string* out) const = 0;
 
   Vocab vocab_;
   std::unordered_map<std::string_view, int32_t> text_to_id_;  // views into vocab_.tokens

@@ -142,7 +142,7 @@ LMRT_API lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_inf
 /* ---- tokens ------------------------------------------------------------------------------ */
 
 /* Flags for lmrt_tokenize. */
-#define LMRT_TOKENIZE_ADD_BOS 1u       /* prepend BOS when the vocabulary asks for it */
+#define LMRT_TOKENIZE_ADD_BOS 1u       /* prepend BOS (append EOS) when the vocabulary asks for it */
 #define LMRT_TOKENIZE_PARSE_SPECIAL 2u /* "<s>"-style control token texts become their ids */
 
 /* Tokenizes text[0, text_len) into tokens[0, capacity). text may be NULL when text_len is 0. Flag
