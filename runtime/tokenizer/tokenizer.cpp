@@ -116,14 +116,15 @@ bool Tokenizer::is_control(int32_t id) const {
 
 // Splits the text at every occurrence of a special token's text, longest tokens first, each token's
 // occurrences left to right within the text fragments left by the tokens before it (llama.cpp's order).
+// Without parse_special nothing is split: unlike llama.cpp, which always matches user-defined tokens
+// (e.g. Qwen's "<tool_call>"), text from a user can then never become a token of the chat format.
 void Tokenizer::split_special(std::string_view text, bool parse_special, std::vector<Fragment>* fragments) const {
   fragments->clear();
   if (text.empty()) return;
   fragments->push_back({-1, 0, text.size()});
+  if (!parse_special) return;
   std::vector<Fragment> next;
   for (int32_t id : special_ids_) {
-    const TokenType type = vocab_.types[id];
-    if (!parse_special && type != TokenType::user_defined) continue;
     const std::string_view special = vocab_.tokens[id];
     bool found = false;
     next.clear();

@@ -30,11 +30,11 @@ class Tokenizer {
   static Status from_gguf(const GgufFile& gguf, std::unique_ptr<Tokenizer>* out);
 
   // Replaces *out with the ids of `text`. add_special: add BOS (and EOS) when the vocabulary asks for
-  // them (add_bos_token / add_eos_token). parse_special: control and unknown token texts in `text`
-  // (e.g. "<|eot_id|>") become their ids; otherwise they are plain text. User-defined tokens always
-  // become their ids, as in llama.cpp. Text the vocabulary cannot encode becomes unknown tokens, or
-  // invalid_argument when there is no unknown token. Errors: bad_utf8 with the byte offset of the
-  // first malformed character; invalid_argument for a text too long to tokenize.
+  // them (add_bos_token / add_eos_token). parse_special: the texts of control, user-defined and
+  // unknown tokens in `text` (e.g. "<|eot_id|>") become their ids; otherwise all of `text` is plain
+  // text (llama.cpp matches user-defined tokens even then). Text the vocabulary cannot encode becomes unknown tokens,
+  // or invalid_argument when there is no unknown token. Errors: bad_utf8 with the byte offset of the first malformed
+  // character; invalid_argument for a text too long to tokenize.
   Status encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>* out) const;
 
   // Replaces *out with the bytes `id` stands for: normal tokens decoded the kind's way, <0xXX> byte

@@ -138,6 +138,14 @@ TEST(BpeVocab, ParsesSpecialTokensOnlyWhenAsked) {
   const Ids chat_plain = encode(*qwen, "<|im_start|>user\nhi<|im_end|>", false, false);
   EXPECT_NE(chat_plain.front(), 151644);
   EXPECT_EQ(decode(*qwen, chat_plain), "<|im_start|>user\nhi<|im_end|>");
+  // Qwen 3's "<think>" is a user-defined token: llama.cpp matches it even in plain text; lmrt only
+  // when asked, so text from a user cannot become it.
+  const Ids think = encode(*qwen, "<think>", false, true);
+  ASSERT_EQ(think.size(), 1u);
+  EXPECT_EQ(qwen->vocab().types[think[0]], TokenType::user_defined);
+  const Ids think_plain = encode(*qwen, "<think>", false, false);
+  EXPECT_GT(think_plain.size(), 1u);
+  EXPECT_EQ(decode(*qwen, think_plain), "<think>");
 }
 
 TEST(BpeVocab, BytePiecesStreamAsWholeCharacters) {

@@ -236,8 +236,10 @@ TEST(SpmTokenizerTiny, MergesHighestScoreFirstAndLeftmostOnTies) {
 TEST(SpmTokenizerTiny, SplitsSpecialTokens) {
   auto tok = make(tiny_vocab());
   ASSERT_NE(tok, nullptr);
-  // User-defined tokens split the text even without parse_special; the text after one gets a '▁'.
-  EXPECT_EQ(tokenize(*tok, "a<tag>b"), (Ids{7, 9, 3, 5}));
+  // User-defined tokens split the text only with parse_special (llama.cpp: always); the text after
+  // one gets a '▁'. Without it they are plain text ('<', 't', 'g', '>' have no token here: unknown).
+  EXPECT_EQ(tokenize(*tok, "a<tag>b", false, true), (Ids{7, 9, 3, 5}));
+  EXPECT_EQ(tokenize(*tok, "a<tag>b"), (Ids{7, 0, 0, 4, 0, 0, 5}));
   // Control tokens only with parse_special.
   EXPECT_EQ(tokenize(*tok, "<s>a", false, false), (Ids{3, 0, 0, 0, 4}));
   EXPECT_EQ(tokenize(*tok, "<s>a", false, true), (Ids{1, 7}));
@@ -247,7 +249,7 @@ TEST(SpmTokenizerTiny, SplitsSpecialTokens) {
   no_prefix.add_space_prefix = false;
   auto tok2 = make(std::move(no_prefix));
   ASSERT_NE(tok2, nullptr);
-  EXPECT_EQ(tokenize(*tok2, "a<tag>b"), (Ids{4, 9, 5}));
+  EXPECT_EQ(tokenize(*tok2, "a<tag>b", false, true), (Ids{4, 9, 5}));
   EXPECT_EQ(tokenize(*tok2, "a b"), (Ids{4, 3, 5}));  // neither "a▁" nor "▁b" is a token
 }
 
