@@ -24,6 +24,7 @@ struct Bigram {
   int32_t right;
   int32_t left_id;
   int32_t right_id;
+  int32_t result;  // symbol id of the merged text
 };
 
 // Orders the priority queue: lowest rank first, then the leftmost pair.
@@ -135,7 +136,7 @@ Status BpeTokenizer::encode_word(std::string_view word, std::string* scratch, st
     if (left < 0 || right < 0 || symbols[left].id < 0 || symbols[right].id < 0) return;
     auto it = merges_.find(pair_key(symbols[left].id, symbols[right].id));
     if (it == merges_.end()) return;
-    queue.push({it->second.rank, left, right, symbols[left].id, symbols[right].id});
+    queue.push({it->second.rank, left, right, symbols[left].id, symbols[right].id, it->second.result});
   };
   for (int32_t i = 1; i < n; ++i) try_add(i - 1, i);
 
@@ -148,7 +149,7 @@ Status BpeTokenizer::encode_word(std::string_view word, std::string* scratch, st
         right.id != b.right_id) {
       continue;
     }
-    left.id = merges_.find(pair_key(b.left_id, b.right_id))->second.result;
+    left.id = b.result;
     left.length += right.length;
     right.length = 0;
     left.next = right.next;
