@@ -19,7 +19,7 @@
 #include "runtime/plugins/plugin_host.h"
 #include "runtime/sampling/builtin_samplers.h"
 #include "runtime/sampling/sampler_chain.h"
-#include "runtime/tokenizer/spm_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace lmrt::abi {
 
@@ -51,7 +51,7 @@ class PerThreadError {
 
 struct lmrt_model {
   std::unique_ptr<lmrt::LlamaModel> llama;
-  std::unique_ptr<lmrt::SpmTokenizer> tokenizer;
+  std::unique_ptr<lmrt::Tokenizer> tokenizer;
   std::array<uint8_t, 32> fingerprint{};                   // for response-cache keys
   std::unique_ptr<lmrt::TokenizerTextSource> text_source;  // token text for plugins
   double load_ms = 0;

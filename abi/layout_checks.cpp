@@ -27,6 +27,8 @@ static_assert(offsetof(lmrt_model_info, n_params) == 168 && offsetof(lmrt_model_
               offsetof(lmrt_model_info, bytes_f32) == 240 && sizeof(lmrt_model_info) == 280);
 static_assert(sizeof(lmrt_model_arch) == 64 && offsetof(lmrt_model_arch, rope_freq_base) == 16 &&
               offsetof(lmrt_model_arch, flags) == 32 && offsetof(lmrt_model_arch, final_softcap) == 60);
+static_assert(sizeof(lmrt_tokenizer_info) == 164 && offsetof(lmrt_tokenizer_info, bos_token) == 68 &&
+              offsetof(lmrt_tokenizer_info, n_eog_tokens) == 96 && offsetof(lmrt_tokenizer_info, eog_tokens) == 100);
 static_assert(sizeof(lmrt_token_event) == 48 && offsetof(lmrt_token_event, text) == 8 &&
               offsetof(lmrt_token_event, index) == 24 && offsetof(lmrt_token_event, logprobs) == 40);
 static_assert(sizeof(lmrt_token_logprobs) == 172 && offsetof(lmrt_token_logprobs, top) == 12);

@@ -31,15 +31,13 @@ lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, l
         const auto t0 = std::chrono::steady_clock::now();
         std::unique_ptr<lmrt::GgufFile> gguf;
         LMRT_RETURN_IF_ERROR(lmrt::GgufFile::open(path, p.use_mmap != 0, &gguf));
-        lmrt::Vocab vocab;
-        LMRT_RETURN_IF_ERROR(lmrt::Vocab::from_gguf(*gguf, &vocab));
         auto m = std::make_unique<lmrt_model>();
+        LMRT_RETURN_IF_ERROR(lmrt::Tokenizer::from_gguf(*gguf, &m->tokenizer));
         LMRT_RETURN_IF_ERROR(lmrt::LlamaModel::load(std::move(gguf), &m->llama));
-        if (vocab.size() != static_cast<int32_t>(m->llama->hparams().n_vocab))
-          return lmrt::Error(Code::bad_format, "the vocabulary has " + std::to_string(vocab.size()) +
+        if (m->tokenizer->n_vocab() != static_cast<int32_t>(m->llama->hparams().n_vocab))
+          return lmrt::Error(Code::bad_format, "the vocabulary has " + std::to_string(m->tokenizer->n_vocab()) +
                                                    " tokens but the model's embedding has " +
                                                    std::to_string(m->llama->hparams().n_vocab) + " rows");
-        LMRT_RETURN_IF_ERROR(lmrt::SpmTokenizer::create(std::move(vocab), &m->tokenizer));
         m->fingerprint = lmrt::model_fingerprint(m->llama->gguf());
         m->text_source = std::make_unique<lmrt::TokenizerTextSource>(*m->tokenizer);
         m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -208,8 +206,8 @@ lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, size_t text
         const std::string_view view = text == nullptr                       ? std::string_view()
                                       : text_len == static_cast<size_t>(-1) ? std::string_view(text)
                                                                             : std::string_view(text, text_len);
-        LMRT_RETURN_IF_ERROR(model->tokenizer->tokenize(view, (flags & LMRT_TOKENIZE_ADD_BOS) != 0,
-                                                        (flags & LMRT_TOKENIZE_PARSE_SPECIAL) != 0, &out));
+        LMRT_RETURN_IF_ERROR(model->tokenizer->encode(view, (flags & LMRT_TOKENIZE_ADD_BOS) != 0,
+                                                      (flags & LMRT_TOKENIZE_PARSE_SPECIAL) != 0, &out));
         *n_tokens = out.size();
         if (out.size() > capacity)
           return lmrt::Error(Code::buffer_too_small, "the text has " + std::to_string(out.size()) +
@@ -228,11 +226,54 @@ lmrt_status lmrt_token_to_piece(const lmrt_model* model, int32_t token, char* bu
         if (len == nullptr || (buf == nullptr && capacity != 0))
           return lmrt::Error(Code::invalid_argument, "buf or len is NULL");
         std::string piece;
-        LMRT_RETURN_IF_ERROR(model->tokenizer->token_to_piece(token, &piece));
+        LMRT_RETURN_IF_ERROR(model->tokenizer->token_to_bytes(token, &piece));
         *len = piece.size();
         if (piece.size() > capacity)
           return lmrt::Error(Code::buffer_too_small, "the piece has " + std::to_string(piece.size()) + " bytes");
         std::memcpy(buf, piece.data(), piece.size());
+        return Status::Ok();
+      },
+      [&](const std::string& m) { model->set_error(m); });
+}
+
+lmrt_status lmrt_model_get_tokenizer_info(const lmrt_model* model, lmrt_tokenizer_info* info) {
+  if (model == nullptr || info == nullptr || info->struct_size < sizeof(uint32_t)) return LMRT_ERR_INVALID_ARGUMENT;
+  model->errors.clear();
+  return guarded(
+      [&]() -> Status {
+        const lmrt::Tokenizer& tok = *model->tokenizer;
+        lmrt_tokenizer_info full{};
+        full.struct_size = sizeof full;
+        copy_cstr(lmrt::tokenizer_kind_name(tok.kind()), full.model, sizeof full.model);
+        copy_cstr(tok.vocab().pre, full.pre, sizeof full.pre);
+        full.bos_token = tok.bos();
+        full.eos_token = tok.eos();
+        full.eot_token = tok.eot();
+        full.eom_token = tok.eom();
+        full.unk_token = tok.vocab().unk_id;
+        full.add_bos = tok.add_bos() ? 1 : 0;
+        full.add_eos = tok.add_eos() ? 1 : 0;
+        const std::vector<int32_t>& eog = tok.eog_ids();
+        full.n_eog_tokens = static_cast<uint32_t>(eog.size());
+        const size_t n = std::min<size_t>(eog.size(), sizeof full.eog_tokens / sizeof full.eog_tokens[0]);
+        std::copy(eog.begin(), eog.begin() + static_cast<std::ptrdiff_t>(n), full.eog_tokens);
+        write_prefix(full, info);
+        return Status::Ok();
+      },
+      [&](const std::string& m) { model->set_error(m); });
+}
+
+lmrt_status lmrt_token_is_eog(const lmrt_model* model, int32_t token, int* is_eog) {
+  if (model == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  model->errors.clear();
+  return guarded(
+      [&]() -> Status {
+        if (is_eog == nullptr) return lmrt::Error(Code::invalid_argument, "is_eog is NULL");
+        if (token < 0 || token >= model->tokenizer->n_vocab())
+          return lmrt::Error(Code::invalid_argument, "token id " + std::to_string(token) +
+                                                         " is out of range (vocabulary has " +
+                                                         std::to_string(model->tokenizer->n_vocab()) + " tokens)");
+        *is_eog = model->tokenizer->is_eog(token) ? 1 : 0;
         return Status::Ok();
       },
       [&](const std::string& m) { model->set_error(m); });

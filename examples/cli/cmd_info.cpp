@@ -1,4 +1,5 @@
-// lmrt info: the model summary (architecture and its fields, sizes, tensor type mix).
+// lmrt info: the model summary (architecture and its fields, sizes, tokenizer and special tokens, tensor
+// type mix).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -24,10 +25,13 @@ int cmd_info(int argc, char** argv) {
   }
   lmrt_model_arch arch;
   arch.struct_size = sizeof arch;
+  lmrt_tokenizer_info tok;
+  tok.struct_size = sizeof tok;
   // The tensor type mix, every type the file holds (lmrt_model_tensor_types enumerates them).
   std::vector<lmrt_tensor_type_info> mix;
   uint32_t n_types = 0;
-  if (lmrt_model_get_arch(model, &arch) != LMRT_OK || lmrt_model_tensor_types(model, 0, nullptr, &n_types) != LMRT_OK) {
+  if (lmrt_model_get_arch(model, &arch) != LMRT_OK || lmrt_model_get_tokenizer_info(model, &tok) != LMRT_OK ||
+      lmrt_model_tensor_types(model, 0, nullptr, &n_types) != LMRT_OK) {
     cli::print_error("info", lmrt_model_last_error(model));
     lmrt_model_close(model);
     return 1;
@@ -42,6 +46,9 @@ int cmd_info(int argc, char** argv) {
     }
     mix.push_back(t);
   }
+  std::string eog;
+  for (uint32_t i = 0; i < tok.n_eog_tokens && i < sizeof tok.eog_tokens / sizeof tok.eog_tokens[0]; ++i)
+    eog += (i == 0 ? "" : ",") + std::to_string(tok.eog_tokens[i]);
   // The block's optional parts, by their lmrt_model_arch flag.
   const struct {
     uint32_t flag;
@@ -67,11 +74,14 @@ int cmd_info(int argc, char** argv) {
     std::printf(
         "{\"architecture\":%s,\"name\":%s,\"n_params\":%llu,\"file_bytes\":%llu,\"n_ctx_train\":%u,"
         "\"n_vocab\":%u,\"n_embd\":%u,\"n_layer\":%u,\"n_head\":%u,\"n_head_kv\":%u,\"n_ff\":%u,"
-        "\"bos_token\":%d,\"eos_token\":%d,\"tensor_types\":{%s},",
+        "\"bos_token\":%d,\"eos_token\":%d,\"tokenizer\":{\"model\":%s,\"pre\":%s,\"bos\":%d,\"eos\":%d,"
+        "\"eot\":%d,\"eom\":%d,\"unk\":%d,\"add_bos\":%s,\"add_eos\":%s,\"eog\":[%s]},\"tensor_types\":{%s},",
         cli::json_string(info.architecture).c_str(), cli::json_string(info.name).c_str(),
         static_cast<unsigned long long>(info.n_params), static_cast<unsigned long long>(info.file_bytes),
         info.n_ctx_train, info.n_vocab, info.n_embd, info.n_layer, info.n_head, info.n_head_kv, info.n_ff,
-        info.bos_token, info.eos_token, types.c_str());
+        info.bos_token, info.eos_token, cli::json_string(tok.model).c_str(), cli::json_string(tok.pre).c_str(),
+        tok.bos_token, tok.eos_token, tok.eot_token, tok.eom_token, tok.unk_token, tok.add_bos ? "true" : "false",
+        tok.add_eos ? "true" : "false", eog.c_str(), types.c_str());
     std::string flags;
     for (const auto& p : parts)
       flags += std::string(",\"") + p.name + "\":" + ((arch.flags & p.flag) ? "true" : "false");
@@ -89,6 +99,10 @@ int cmd_info(int argc, char** argv) {
                 static_cast<unsigned long long>(info.file_bytes));
     std::printf("context       %u (training)\nvocabulary    %u (bos %d, eos %d)\n", info.n_ctx_train, info.n_vocab,
                 info.bos_token, info.eos_token);
+    std::printf("tokenizer     %s%s%s (bos %d, eos %d, eot %d, eom %d, unk %d; adds bos: %s, eos: %s)\n", tok.model,
+                tok.pre[0] != '\0' ? ", pre-tokenizer " : "", tok.pre, tok.bos_token, tok.eos_token, tok.eot_token,
+                tok.eom_token, tok.unk_token, tok.add_bos ? "yes" : "no", tok.add_eos ? "yes" : "no");
+    std::printf("end of gen.   %s\n", eog.c_str());
     std::printf("dimensions    embd %u, layers %u, heads %u, kv heads %u, ffn %u\n", info.n_embd, info.n_layer,
                 info.n_head, info.n_head_kv, info.n_ff);
     std::printf("attention     head_dim %u, scale %g, softcap %g (0: none)\n", arch.head_dim, arch.attn_scale,

@@ -18,7 +18,7 @@ void usage(FILE* out) {
       "            --context-shift [--keep N] --no-bos --special --kv-f32 --cache FILE\n"
       "            --plugin FILE (repeatable) --stop-plugin SPEC (e.g. 'regex(pattern=\"[.!?]\")')\n"
       "  info      -m MODEL [--json]                                          model summary\n"
-      "  tokenize  -m MODEL -p TEXT [--no-bos] [--special]                    print token ids\n"
+      "  tokenize  -m MODEL (-p TEXT | -f FILE) [--no-bos] [--special]       print token ids\n"
       "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
       "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
       "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"

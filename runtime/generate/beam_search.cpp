@@ -42,13 +42,13 @@ void best_tokens(const std::vector<double>& lp, uint32_t count, std::vector<int3
   out->resize(count);
 }
 
-std::string detokenize(const SpmTokenizer& tok, int32_t prev, const std::vector<int32_t>& tokens) {
+std::string detokenize(const Tokenizer& tok, int32_t prev, const std::vector<int32_t>& tokens) {
   std::string text, piece, assembled;
   Utf8Assembler utf8;
   for (int32_t t : tokens) {
     piece.clear();
-    if (!tok.token_to_piece(t, &piece).ok()) continue;
-    utf8.push(visible_piece(tok, prev, piece), &text);
+    if (!tok.token_to_bytes(t, &piece).ok()) continue;
+    utf8.push(tok.visible_piece(prev, piece), &text);
     prev = t;
   }
   utf8.flush(&text);
@@ -61,7 +61,7 @@ double beam_score(double logprob, size_t n_tokens, float length_penalty) {
   return logprob / std::pow(static_cast<double>(std::max<size_t>(n_tokens, 1)), length_penalty);
 }
 
-Status beam_search(Context& ctx, const SpmTokenizer& tok, const BeamSearchRequest& req, std::vector<Beam>* beams,
+Status beam_search(Context& ctx, const Tokenizer& tok, const BeamSearchRequest& req, std::vector<Beam>* beams,
                    GenerateResult* summary) {
   const auto t_start = Clock::now();
   const uint32_t k = req.n_beams;

@@ -10,7 +10,7 @@
 
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
-#include "runtime/tokenizer/spm_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
@@ -33,7 +33,7 @@ struct Beam {
 // *summary the prompt usage and timings (its text and tokens are those of the best beam).
 // Afterwards the context holds the prompt. Errors: invalid_argument (n_beams outside
 // 1..LlamaGraph::kMaxLogitRows, max_tokens < 1), bad_utf8, context_full (prompt).
-Status beam_search(Context& ctx, const SpmTokenizer& tok, const BeamSearchRequest& req, std::vector<Beam>* beams,
+Status beam_search(Context& ctx, const Tokenizer& tok, const BeamSearchRequest& req, std::vector<Beam>* beams,
                    GenerateResult* summary);
 
 // The score of a sequence of n tokens with cumulative log-probability logprob.

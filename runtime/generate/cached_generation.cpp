@@ -71,7 +71,7 @@ bool replay(const CachedResponse& c, TokenSink sink, GenerateResult* out) {
 
 }  // namespace
 
-Status generate_cached(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, const CacheUse& use,
+Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, const CacheUse& use,
                        TokenSink sink, GenerateResult* result, CacheOutcome* outcome) {
   *outcome = CacheOutcome{};
   // Stop criteria come from plugins, which may keep state the key cannot see: such requests are

@@ -28,7 +28,7 @@ struct CacheOutcome {
   std::string warning;   // a cache error that was ignored
 };
 
-Status generate_cached(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, const CacheUse& use,
+Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, const CacheUse& use,
                        TokenSink sink, GenerateResult* result, CacheOutcome* outcome);
 
 }  // namespace lmrt

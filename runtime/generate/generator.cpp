@@ -47,12 +47,7 @@ const char* finish_reason_name(FinishReason r) {
   return "none";
 }
 
-std::string_view visible_piece(const SpmTokenizer& tok, int32_t prev, std::string_view piece) {
-  if (prev == tok.bos() && tok.vocab().add_space_prefix && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
-  return piece;
-}
-
-Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out) {
+Status tokenize_prompt(const Tokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out) {
   if (!req.prompt_tokens.empty()) {
     for (size_t i = 0; i < req.prompt_tokens.size(); ++i)
       if (req.prompt_tokens[i] < 0 || req.prompt_tokens[i] >= tok.n_vocab())
@@ -62,7 +57,7 @@ Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std:
     *out = req.prompt_tokens;
     return Status::Ok();
   }
-  LMRT_RETURN_IF_ERROR(tok.tokenize(req.prompt, req.add_bos, req.parse_special, out));
+  LMRT_RETURN_IF_ERROR(tok.encode(req.prompt, req.add_bos, req.parse_special, out));
   if (out->empty()) {
     // An empty prompt without BOS still needs one token to start from.
     if (tok.bos() < 0) return Error(Code::invalid_argument, "the prompt is empty and the vocabulary has no BOS token");
@@ -71,7 +66,7 @@ Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std:
   return Status::Ok();
 }
 
-Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, TokenSink sink,
+Status generate(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, TokenSink sink,
                 GenerateResult* result) {
   const auto t_start = Clock::now();
   if (req.max_tokens < 1) return Error(Code::invalid_argument, "max_tokens must be at least 1");
@@ -193,8 +188,8 @@ Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& re
     if (req.sampler != nullptr) LMRT_RETURN_IF_ERROR(req.sampler->accept(next));
 
     piece.clear();
-    LMRT_RETURN_IF_ERROR(tok.token_to_piece(next, &piece));
-    utf8.push(visible_piece(tok, prev, piece), &generated);
+    LMRT_RETURN_IF_ERROR(tok.token_to_bytes(next, &piece));
+    utf8.push(tok.visible_piece(prev, piece), &generated);
     prev = next;
     size_t end = 0;
     bool stopped = false;

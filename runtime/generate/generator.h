@@ -13,7 +13,7 @@
 #include "runtime/sampling/logprobs.h"
 #include "runtime/sampling/sampler_chain.h"
 #include "runtime/sampling/stop_criterion.h"
-#include "runtime/tokenizer/spm_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "runtime/util/status.h"
 #include "runtime/util/utf8.h"
 
@@ -27,7 +27,7 @@ struct GenerateRequest {
   std::string_view prompt;
   std::vector<int32_t> prompt_tokens;  // when not empty: the prompt, used instead of prompt/add_bos/parse_special
   int32_t max_tokens = 256;
-  bool add_bos = true;
+  bool add_bos = true;  // add BOS (and EOS) when the vocabulary asks for them
   bool parse_special = false;
   // The chain that picks each token; nullptr means greedy (argmax). It is used as given (its
   // history and Rng advance); prompt tokens are accepted into it before decoding.
@@ -75,18 +75,13 @@ struct TokenSink {
 // Runs one request on `ctx`. Errors: invalid_argument (max_tokens < 1, top_logprobs > 20),
 // bad_utf8 (prompt), context_full (the prompt alone does not fit; the context keeps its previous
 // tokens), and sampler errors (a plugin's invalid output).
-Status generate(Context& ctx, const SpmTokenizer& tok, const GenerateRequest& req, TokenSink sink,
-                GenerateResult* result);
+Status generate(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, TokenSink sink, GenerateResult* result);
 
 // Evaluates the prompt after the longest prefix the context already holds (*reused tokens); the
 // last prompt token is always evaluated again so that its logits are fresh.
 Status prefill_prompt(Context& ctx, const std::vector<int32_t>& prompt, uint32_t* reused);
 
-// The text a token adds after `prev`: its piece, less the leading space SentencePiece puts on the
-// first word after BOS (that word starts the text, so there is no space to show).
-std::string_view visible_piece(const SpmTokenizer& tok, int32_t prev, std::string_view piece);
-
 // Tokenizes a request's prompt the way generate() does (an empty prompt becomes BOS alone).
-Status tokenize_prompt(const SpmTokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out);
+Status tokenize_prompt(const Tokenizer& tok, const GenerateRequest& req, std::vector<int32_t>* out);
 
 }  // namespace lmrt

@@ -13,6 +13,15 @@ namespace {
 constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTypesKey = "tokenizer.ggml.token_type";
+constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
+
+// The pre-tokenizers for which llama.cpp adds BOS when the file does not say (Llama 3 and kin).
+bool bpe_adds_bos_by_default(std::string_view pre) {
+  for (std::string_view p : {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "tekken", "chameleon"}) {
+    if (pre == p) return true;
+  }
+  return false;
+}
 
 bool is_hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); }
 
@@ -85,6 +94,13 @@ const char* token_type_name(TokenType type) {
   return "invalid";
 }
 
+uint8_t byte_token_value(std::string_view text) {
+  auto hex = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+  return static_cast<uint8_t>(hex(text[3]) * 16 + hex(text[4]));
+}
+
+const char* tokenizer_kind_name(TokenizerKind kind) { return kind == TokenizerKind::bpe ? "gpt2" : "llama"; }
+
 Status Vocab::validate() const {
   if (tokens.empty()) return Error(Code::invalid_argument, "vocabulary has no tokens");
   if (tokens.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
@@ -111,6 +127,7 @@ Status Vocab::validate() const {
   LMRT_RETURN_IF_ERROR(check_special_id("EOS", eos_id, n));
   LMRT_RETURN_IF_ERROR(check_special_id("unknown", unk_id, n));
   LMRT_RETURN_IF_ERROR(check_special_id("EOT", eot_id, n));
+  LMRT_RETURN_IF_ERROR(check_special_id("EOM", eom_id, n));
   if (add_bos && bos_id < 0) return Error(Code::invalid_argument, "vocabulary asks for BOS but has no BOS token");
   if (add_eos && eos_id < 0) return Error(Code::invalid_argument, "vocabulary asks for EOS but has no EOS token");
   return Status::Ok();
@@ -123,12 +140,31 @@ Status Vocab::from_gguf(const GgufFile& gguf, Vocab* out) {
     return Error(Code::bad_format,
                  std::string("tokenizer.ggml.model must be a string, not ") + gguf_value_type_name(model->type));
   }
-  if (model->str != "llama") {
-    return Error(Code::unsupported, "tokenizer model \"" + std::string(model->str) +
-                                        "\" is not supported (only \"llama\" SentencePiece vocabularies are)");
-  }
-
   Vocab v;
+  if (model->str == "llama") {
+    v.kind = TokenizerKind::spm;
+  } else if (model->str == "gpt2") {
+    v.kind = TokenizerKind::bpe;
+  } else {
+    return Error(Code::unsupported, "tokenizer model \"" + std::string(model->str) +
+                                        "\" is not supported (only \"llama\" SentencePiece and \"gpt2\" "
+                                        "byte-level BPE vocabularies are)");
+  }
+  if (const GgufValue* pre = gguf.find("tokenizer.ggml.pre"); pre != nullptr) {
+    if (pre->type != GgufValueType::string)
+      return Error(Code::bad_format,
+                   std::string("tokenizer.ggml.pre must be a string, not ") + gguf_value_type_name(pre->type));
+    v.pre = pre->str;
+  }
+  if (v.kind == TokenizerKind::bpe) {
+    const GgufValue* merges = find_array(gguf, kMergesKey);
+    if (merges == nullptr || merges->elem_type != GgufValueType::string)
+      return Error(Code::bad_format,
+                   "tokenizer.ggml.merges is missing or not an array of strings (a gpt2 "
+                   "vocabulary needs its merges)");
+    v.merges.reserve(merges->items.size());
+    for (const GgufValue& item : merges->items) v.merges.emplace_back(item.str);
+  }
   const GgufValue* tokens = find_array(gguf, kTokensKey);
   if (tokens == nullptr || tokens->elem_type != GgufValueType::string) {
     return Error(Code::bad_format, "tokenizer.ggml.tokens is missing or not an array of strings");
@@ -168,15 +204,18 @@ Status Vocab::from_gguf(const GgufFile& gguf, Vocab* out) {
     v.types.assign(n, TokenType::normal);
   }
 
-  // llama.cpp's defaults for SentencePiece vocabularies, used only where they name a real token.
+  // llama.cpp's defaults per tokenizer kind, used only where they name a real token.
   auto fallback = [n](int32_t id) { return static_cast<size_t>(id) < n ? id : -1; };
-  LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.bos_token_id", fallback(1), &v.bos_id));
-  LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.eos_token_id", fallback(2), &v.eos_id));
-  LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.unknown_token_id", fallback(0), &v.unk_id));
+  const bool spm = v.kind == TokenizerKind::spm;
+  LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.bos_token_id", fallback(spm ? 1 : 11), &v.bos_id));
+  LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.eos_token_id", fallback(spm ? 2 : 11), &v.eos_id));
+  LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.unknown_token_id", spm ? fallback(0) : -1, &v.unk_id));
   LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.eot_token_id", -1, &v.eot_id));
-  LMRT_RETURN_IF_ERROR(read_flag(gguf, "tokenizer.ggml.add_bos_token", true, &v.add_bos));
+  LMRT_RETURN_IF_ERROR(read_token_id(gguf, "tokenizer.ggml.eom_token_id", -1, &v.eom_id));
+  const bool default_bos = spm || bpe_adds_bos_by_default(v.pre);
+  LMRT_RETURN_IF_ERROR(read_flag(gguf, "tokenizer.ggml.add_bos_token", default_bos, &v.add_bos));
   LMRT_RETURN_IF_ERROR(read_flag(gguf, "tokenizer.ggml.add_eos_token", false, &v.add_eos));
-  LMRT_RETURN_IF_ERROR(read_flag(gguf, "tokenizer.ggml.add_space_prefix", true, &v.add_space_prefix));
+  LMRT_RETURN_IF_ERROR(read_flag(gguf, "tokenizer.ggml.add_space_prefix", spm, &v.add_space_prefix));
 
   Status s = v.validate();
   if (!s.ok()) return Error(Code::bad_format, "GGUF vocabulary: " + s.message());

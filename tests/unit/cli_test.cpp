@@ -119,6 +119,31 @@ TEST(Cli, InfoPrintsTheArchitecturesFields) {
     EXPECT_NE(json.out.find(key), std::string::npos) << key << "\n" << json.out;
 }
 
+// Byte-level BPE through the CLI: tokenize with and without special tokens and BOS, and info's tokenizer line.
+TEST(Cli, TokenizeAndInfoOnByteLevelBpe) {
+  const std::string llama3 = "'" + lmrt::test::shared_dir() + "/vocab/llama-bpe.gguf'";
+  CliRun tok = run_cli("tokenize -m " + llama3 + " -p 'Hello<|eot_id|>' --special");
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_EQ(tok.out, "128000 9906 128009\n");
+  CliRun plain = run_cli("tokenize -m " + llama3 + " -p 'Hello' --no-bos");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, "9906\n");
+  CliRun gpt2 = run_cli("tokenize -m '" + lmrt::test::shared_dir() + "/vocab/gpt-2.gguf' -p 'Hello world'");
+  ASSERT_EQ(gpt2.exit_code, 0) << gpt2.err;
+  EXPECT_EQ(gpt2.out, "15496 995\n");  // no BOS: the vocabulary does not ask for one
+  CliRun run = run_cli("run -m '" + lmrt::test::shared_dir() + "/vocab/gpt-2.gguf' -p 'Hello world' -n 3 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\"prompt_tokens\":2"), std::string::npos) << run.out;
+  CliRun info = run_cli("info -m " + llama3);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("tokenizer     gpt2, pre-tokenizer llama-bpe (bos 128000, eos 128001"), std::string::npos)
+      << info.out;
+  CliRun json = run_cli("info -m " + llama3 + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"tokenizer\":{\"model\":\"gpt2\",\"pre\":\"llama-bpe\",\"bos\":128000"), std::string::npos)
+      << json.out;
+}
+
 TEST(Cli, GenerationControlFlags) {
   const std::string m = model("TinyStories-656K-Q8_0.gguf");
   CliRun lp = run_cli("run -m " + m + " -p 'Once upon a time' -n 5 --logprobs 3 --json");

@@ -241,7 +241,7 @@ TEST(TinyStories656K, TeacherForcedTop1AgreesWithReference) {
   std::vector<std::string> pieces(tok->n_vocab());
   for (int32_t id = 0; id < tok->n_vocab(); ++id)
     if (!tok->is_control(id)) {
-      ASSERT_TRUE(tok->token_to_piece(id, &pieces[id]).ok());
+      ASSERT_TRUE(tok->token_to_bytes(id, &pieces[id]).ok());
     }
   ContextParams p;
   p.n_ctx = 512;

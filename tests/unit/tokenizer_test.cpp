@@ -12,6 +12,7 @@
 #include "runtime/tokenizer/vocab.h"
 #include "runtime/util/utf8.h"
 #include "test_support.h"
+#include "vocab_vectors.h"
 
 namespace lmrt {
 namespace {
@@ -20,76 +21,31 @@ using Ids = std::vector<int32_t>;
 
 std::string vocab_dir() { return test::shared_dir() + "/vocab"; }
 
-std::unique_ptr<SpmTokenizer> load_tokenizer(const std::string& path) {
+// Builds the tokenizer a vocabulary file asks for, from its metadata alone.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   std::unique_ptr<GgufFile> gguf;
   Status s = GgufFile::open(path, true, &gguf);
   EXPECT_TRUE(s.ok()) << path << ": " << s.message();
   if (!s.ok()) return nullptr;
-  Vocab vocab;
-  s = Vocab::from_gguf(*gguf, &vocab);
-  EXPECT_TRUE(s.ok()) << path << ": " << s.message();
-  if (!s.ok()) return nullptr;
-  std::unique_ptr<SpmTokenizer> tok;
-  s = SpmTokenizer::create(std::move(vocab), &tok);
+  std::unique_ptr<Tokenizer> tok;
+  s = Tokenizer::from_gguf(*gguf, &tok);
   EXPECT_TRUE(s.ok()) << path << ": " << s.message();
   return tok;
 }
 
-// The .inp format: strings separated by lines reading "__ggml_vocab_test__"; the newline that ends
-// a string's last line belongs to the separator, and the last string ends at the final separator.
-std::vector<std::string> parse_inp(const std::string& data) {
-  static const std::string kSep = "__ggml_vocab_test__";
-  std::vector<std::string> strings;
-  std::string current;
-  bool have_line = false;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    size_t end = data.find('\n', pos);
-    if (end == std::string::npos) end = data.size();
-    const std::string line = data.substr(pos, end - pos);
-    pos = end + 1;
-    if (line == kSep) {
-      strings.push_back(current);
-      current.clear();
-      have_line = false;
-    } else {
-      if (have_line) current += '\n';
-      current += line;
-      have_line = true;
-    }
-  }
-  EXPECT_FALSE(have_line) << "text after the last separator: " << current;
-  return strings;
-}
-
-std::vector<Ids> parse_out(const std::string& data) {
-  std::vector<Ids> lines;
-  std::istringstream in(data);
-  std::string line;
-  while (std::getline(in, line)) {
-    Ids ids;
-    std::istringstream words(line);
-    long long id = 0;
-    while (words >> id) ids.push_back(static_cast<int32_t>(id));
-    EXPECT_TRUE(words.eof()) << "bad .out line: " << line;
-    lines.push_back(ids);
-  }
-  return lines;
-}
-
-std::string decode(const SpmTokenizer& tok, const Ids& ids) {
+std::string decode(const Tokenizer& tok, const Ids& ids) {
   std::string text, piece;
   for (int32_t id : ids) {
-    Status s = tok.token_to_piece(id, &piece);
+    Status s = tok.token_to_bytes(id, &piece);
     EXPECT_TRUE(s.ok()) << s.message();
     text += piece;
   }
   return text;
 }
 
-Ids tokenize(const SpmTokenizer& tok, std::string_view text, bool add_bos = false, bool parse_special = false) {
+Ids tokenize(const Tokenizer& tok, std::string_view text, bool add_bos = false, bool parse_special = false) {
   Ids ids;
-  Status s = tok.tokenize(text, add_bos, parse_special, &ids);
+  Status s = tok.encode(text, add_bos, parse_special, &ids);
   EXPECT_TRUE(s.ok()) << s.message();
   return ids;
 }
@@ -102,9 +58,9 @@ class LlamaSpm : public ::testing::Test {
     tok_ = nullptr;
   }
   void SetUp() override { ASSERT_NE(tok_, nullptr); }
-  static SpmTokenizer* tok_;
+  static Tokenizer* tok_;
 };
-SpmTokenizer* LlamaSpm::tok_ = nullptr;
+Tokenizer* LlamaSpm::tok_ = nullptr;
 
 TEST_F(LlamaSpm, VocabularyMetadata) {
   EXPECT_EQ(tok_->n_vocab(), 32000);
@@ -124,19 +80,9 @@ TEST_F(LlamaSpm, VocabularyMetadata) {
   EXPECT_EQ(tok_->token_text(32000), "");
 }
 
-TEST_F(LlamaSpm, ReproducesLlamaCppVectors) {
-  const std::vector<std::string> inputs = parse_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
-  const std::vector<Ids> expected = parse_out(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.out"));
-  ASSERT_EQ(inputs.size(), expected.size());
-  ASSERT_GE(inputs.size(), 40u);
-  EXPECT_EQ(inputs[0], "ied 4 \xC2\xBD months");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    EXPECT_EQ(tokenize(*tok_, inputs[i]), expected[i]) << "vector " << i << ": \"" << inputs[i] << "\"";
-  }
-}
-
 TEST_F(LlamaSpm, DecodeRoundTripsEveryVector) {
-  const std::vector<std::string> inputs = parse_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
+  const std::vector<std::string> inputs =
+      test::parse_vocab_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string text = decode(*tok_, tokenize(*tok_, inputs[i]));
     if (!inputs[i].empty()) {
@@ -167,7 +113,7 @@ TEST_F(LlamaSpm, FallsBackToByteTokens) {
       EXPECT_EQ(tok_->token_text(ids[i]), name);
       EXPECT_EQ(tok_->vocab().types[ids[i]], TokenType::byte);
       std::string piece;
-      ASSERT_TRUE(tok_->token_to_piece(ids[i], &piece).ok());
+      ASSERT_TRUE(tok_->token_to_bytes(ids[i], &piece).ok());
       bytes += piece;
     }
     EXPECT_EQ(bytes, ch);
@@ -191,7 +137,7 @@ TEST_F(LlamaSpm, RefusesInvalidUtf8WithOffset) {
   };
   for (const auto& c : cases) {
     Ids ids{42};
-    Status s = tok_->tokenize(c.text, false, false, &ids);
+    Status s = tok_->encode(c.text, false, false, &ids);
     EXPECT_EQ(s.code(), Code::bad_utf8) << c.offset;
     EXPECT_NE(s.message().find("byte offset " + std::to_string(c.offset)), std::string::npos) << s.message();
     EXPECT_TRUE(ids.empty());
@@ -210,21 +156,22 @@ TEST_F(LlamaSpm, ParsesSpecialTokensOnlyWhenAsked) {
 
 TEST_F(LlamaSpm, PieceOfEachTokenKind) {
   std::string piece = "stale";
-  ASSERT_TRUE(tok_->token_to_piece(15043, &piece).ok());  // "▁Hello"
+  ASSERT_TRUE(tok_->token_to_bytes(15043, &piece).ok());  // "▁Hello"
   EXPECT_EQ(piece, " Hello");
-  ASSERT_TRUE(tok_->token_to_piece(1, &piece).ok());  // control
+  ASSERT_TRUE(tok_->token_to_bytes(1, &piece).ok());  // control
   EXPECT_EQ(piece, "");
-  ASSERT_TRUE(tok_->token_to_piece(0, &piece).ok());  // unknown
+  ASSERT_TRUE(tok_->token_to_bytes(0, &piece).ok());  // unknown
   EXPECT_EQ(piece, "");
-  ASSERT_TRUE(tok_->token_to_piece(3 + 0x0A, &piece).ok());  // <0x0A>
+  ASSERT_TRUE(tok_->token_to_bytes(3 + 0x0A, &piece).ok());  // <0x0A>
   EXPECT_EQ(piece, "\n");
-  EXPECT_EQ(tok_->token_to_piece(32000, &piece).code(), Code::invalid_argument);
-  EXPECT_EQ(tok_->token_to_piece(-1, &piece).code(), Code::invalid_argument);
+  EXPECT_EQ(tok_->token_to_bytes(32000, &piece).code(), Code::invalid_argument);
+  EXPECT_EQ(tok_->token_to_bytes(-1, &piece).code(), Code::invalid_argument);
 }
 
 TEST_F(LlamaSpm, LongInputRoundTripsQuickly) {
   // A quarter megabyte of mixed text: a quadratic merge would take minutes here.
-  const std::vector<std::string> inputs = parse_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
+  const std::vector<std::string> inputs =
+      test::parse_vocab_inp(test::read_file(vocab_dir() + "/ggml-vocab-llama-spm.gguf.inp"));
   std::string text;
   while (text.size() < (256u << 10)) {
     for (const std::string& s : inputs) text += s + "\n";
@@ -289,8 +236,10 @@ TEST(SpmTokenizerTiny, MergesHighestScoreFirstAndLeftmostOnTies) {
 TEST(SpmTokenizerTiny, SplitsSpecialTokens) {
   auto tok = make(tiny_vocab());
   ASSERT_NE(tok, nullptr);
-  // User-defined tokens split the text even without parse_special; the text after one gets a '▁'.
-  EXPECT_EQ(tokenize(*tok, "a<tag>b"), (Ids{7, 9, 3, 5}));
+  // User-defined tokens split the text only with parse_special (llama.cpp: always); the text after
+  // one gets a '▁'. Without it they are plain text ('<', 't', 'g', '>' have no token here: unknown).
+  EXPECT_EQ(tokenize(*tok, "a<tag>b", false, true), (Ids{7, 9, 3, 5}));
+  EXPECT_EQ(tokenize(*tok, "a<tag>b"), (Ids{7, 0, 0, 4, 0, 0, 5}));
   // Control tokens only with parse_special.
   EXPECT_EQ(tokenize(*tok, "<s>a", false, false), (Ids{3, 0, 0, 0, 4}));
   EXPECT_EQ(tokenize(*tok, "<s>a", false, true), (Ids{1, 7}));
@@ -300,7 +249,7 @@ TEST(SpmTokenizerTiny, SplitsSpecialTokens) {
   no_prefix.add_space_prefix = false;
   auto tok2 = make(std::move(no_prefix));
   ASSERT_NE(tok2, nullptr);
-  EXPECT_EQ(tokenize(*tok2, "a<tag>b"), (Ids{4, 9, 5}));
+  EXPECT_EQ(tokenize(*tok2, "a<tag>b", false, true), (Ids{4, 9, 5}));
   EXPECT_EQ(tokenize(*tok2, "a b"), (Ids{4, 3, 5}));  // neither "a▁" nor "▁b" is a token
 }
 
@@ -369,13 +318,18 @@ TEST(SpmTokenizerTiny, RefusesBrokenVocabularies) {
   EXPECT_EQ(tok, nullptr);
 }
 
-TEST(SpmTokenizerTiny, BosWithoutBosTokenIsAnError) {
+// add_special adds BOS only when the vocabulary asks for it; asking without a BOS token is refused.
+TEST(SpmTokenizerTiny, BosFollowsTheVocabularysAddBos) {
   Vocab v = tiny_vocab();
+  v.add_bos = true;
+  EXPECT_EQ(tokenize(*make(v), "a", /*add_special=*/true), (Ids{1, 7}));
+  v.add_bos = false;
+  EXPECT_EQ(tokenize(*make(v), "a", /*add_special=*/true), (Ids{7}));
   v.bos_id = -1;
-  auto tok = make(std::move(v));
-  ASSERT_NE(tok, nullptr);
-  Ids ids;
-  EXPECT_EQ(tok->tokenize("a", true, false, &ids).code(), Code::invalid_argument);
+  EXPECT_EQ(tokenize(*make(v), "a", /*add_special=*/true), (Ids{7}));
+  v.add_bos = true;
+  std::unique_ptr<SpmTokenizer> tok;
+  EXPECT_EQ(SpmTokenizer::create(std::move(v), &tok).code(), Code::invalid_argument);
 }
 
 TEST(SpmTokenizerTiny, NoUnknownTokenIsAnError) {
@@ -384,7 +338,7 @@ TEST(SpmTokenizerTiny, NoUnknownTokenIsAnError) {
   auto tok = make(std::move(v));
   ASSERT_NE(tok, nullptr);
   Ids ids;
-  Status s = tok->tokenize("a\xC3\xA9", false, false, &ids);
+  Status s = tok->encode("a\xC3\xA9", false, false, &ids);
   EXPECT_EQ(s.code(), Code::invalid_argument);
   EXPECT_TRUE(ids.empty());
 }
@@ -496,10 +450,16 @@ TEST(VocabFromGguf, ReadsKeysAndAppliesLlamaCppDefaults) {
 TEST(VocabFromGguf, RefusesOtherModelsAndBrokenArrays) {
   Vocab v;
   {
-    GgufWriter w = tiny_gguf("gpt2");
-    Status s = vocab_from_bytes("vocab_gpt2.gguf", w.bytes(), &v);
+    GgufWriter w = tiny_gguf("t5");
+    Status s = vocab_from_bytes("vocab_t5.gguf", w.bytes(), &v);
     EXPECT_EQ(s.code(), Code::unsupported);
-    EXPECT_NE(s.message().find("gpt2"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("\"t5\""), std::string::npos) << s.message();
+  }
+  {
+    GgufWriter w = tiny_gguf("gpt2");  // byte-level BPE needs its merges
+    Status s = vocab_from_bytes("vocab_gpt2.gguf", w.bytes(), &v);
+    EXPECT_EQ(s.code(), Code::bad_format);
+    EXPECT_NE(s.message().find("tokenizer.ggml.merges"), std::string::npos) << s.message();
   }
   {
     GgufWriter w = tiny_gguf("llama");

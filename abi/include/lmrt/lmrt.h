@@ -200,7 +200,7 @@ LMRT_API lmrt_status lmrt_model_get_arch(const lmrt_model* model, lmrt_model_arc
 /* ---- tokens ------------------------------------------------------------------------------ */
 
 /* Flags for lmrt_tokenize. */
-#define LMRT_TOKENIZE_ADD_BOS 1u       /* prepend BOS when the vocabulary asks for it */
+#define LMRT_TOKENIZE_ADD_BOS 1u       /* prepend BOS (append EOS) when the vocabulary asks for it */
 #define LMRT_TOKENIZE_PARSE_SPECIAL 2u /* "<s>"-style control token texts become their ids */
 
 /* Tokenizes text[0, text_len) into tokens[0, capacity); text_len (size_t)-1 means text is
@@ -219,6 +219,91 @@ LMRT_API lmrt_status lmrt_tokenize(const lmrt_model* model, const char* text, si
  * Errors: INVALID_ARGUMENT (token out of range), BUFFER_TOO_SMALL. */
 LMRT_API lmrt_status lmrt_token_to_piece(const lmrt_model* model, int32_t token, char* buf, size_t capacity,
                                          size_t* len);
+
+/* What the model's tokenizer is and which special tokens it uses (from the GGUF vocabulary, with
+ * llama.cpp's defaults where the file says nothing). */
+typedef struct lmrt_tokenizer_info {
+  uint32_t struct_size;
+  char model[16];    /* tokenizer.ggml.model: "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
+  char pre[48];      /* tokenizer.ggml.pre (BPE pre-tokenizer), or ""; truncated to 47 bytes */
+  int32_t bos_token; /* -1 when the vocabulary has none; likewise the four below */
+  int32_t eos_token;
+  int32_t eot_token; /* end of turn */
+  int32_t eom_token; /* end of message */
+  int32_t unk_token;
+  uint32_t add_bos;       /* 1: LMRT_TOKENIZE_ADD_BOS and generation prepend BOS (tokenizer.ggml.add_bos_token) */
+  uint32_t add_eos;       /* 1: they append EOS (tokenizer.ggml.add_eos_token) */
+  uint32_t n_eog_tokens;  /* tokens that end generation (EOS, EOT, EOM, end-of-turn control tokens) */
+  int32_t eog_tokens[16]; /* the first min(n_eog_tokens, 16) of them */
+} lmrt_tokenizer_info;
+
+/* Fills *info. The caller sets info->struct_size (sizeof(lmrt_tokenizer_info)); only that many
+ * bytes are written. Errors: INVALID_ARGUMENT. */
+LMRT_API lmrt_status lmrt_model_get_tokenizer_info(const lmrt_model* model, lmrt_tokenizer_info* info);
+
+/* Whether `token` ends generation (*is_eog = 1) or not (0). Errors: INVALID_ARGUMENT (token out of
+ * range, NULL pointer). */
+LMRT_API lmrt_status lmrt_token_is_eog(const lmrt_model* model, int32_t token, int* is_eog);
+
+/* ---- model metadata ---------------------------------------------------------------------- */
+
+/* Read access to the GGUF metadata of a model's file (every key/value, tokenizer.chat_template
+ * included). Value types, numbered as in the GGUF format: */
+typedef enum lmrt_meta_type {
+  LMRT_META_NONE = -1, /* no such key */
+  LMRT_META_U8 = 0,
+  LMRT_META_I8 = 1,
+  LMRT_META_U16 = 2,
+  LMRT_META_I16 = 3,
+  LMRT_META_U32 = 4,
+  LMRT_META_I32 = 5,
+  LMRT_META_F32 = 6,
+  LMRT_META_BOOL = 7,
+  LMRT_META_STRING = 8,
+  LMRT_META_ARRAY = 9,
+  LMRT_META_U64 = 10,
+  LMRT_META_I64 = 11,
+  LMRT_META_F64 = 12
+} lmrt_meta_type;
+
+/* Strings come back the way lmrt_model_meta_key describes: copied NUL-terminated into buf[0, size)
+ * when they fit (size > length), with *len (optional, may be NULL) receiving the length without
+ * the NUL; otherwise BUFFER_TOO_SMALL, *len still set (buf may be NULL when size is 0). A GGUF
+ * string may itself hold NUL bytes: *len is authoritative. Keys are NUL-terminated UTF-8. Missing
+ * keys and values of another type are INVALID_ARGUMENT with a message naming the key and its type. */
+
+/* *count receives the number of metadata keys. */
+LMRT_API lmrt_status lmrt_model_meta_count(const lmrt_model* model, size_t* count);
+
+/* The key at `index` (0 <= index < count, in file order). Errors: INVALID_ARGUMENT (index out of
+ * range), BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_model_meta_key(const lmrt_model* model, size_t index, char* buf, size_t size, size_t* len);
+
+/* *type receives the lmrt_meta_type of `key`'s value (LMRT_META_NONE, with LMRT_OK, when the key
+ * is absent); for an array, *elem_type (optional) its element type, else LMRT_META_NONE. */
+LMRT_API lmrt_status lmrt_model_meta_type(const lmrt_model* model, const char* key, int32_t* type, int32_t* elem_type);
+
+/* A string value. Errors: INVALID_ARGUMENT (missing key, not a string), BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_model_meta_str(const lmrt_model* model, const char* key, char* buf, size_t size, size_t* len);
+
+/* An integer or bool value (bool as 0/1). Errors: INVALID_ARGUMENT (missing key, not an integer,
+ * a u64 above INT64_MAX). */
+LMRT_API lmrt_status lmrt_model_meta_int(const lmrt_model* model, const char* key, int64_t* value);
+
+/* A float value (f32 or f64). Errors: INVALID_ARGUMENT (missing key, not a float). */
+LMRT_API lmrt_status lmrt_model_meta_float(const lmrt_model* model, const char* key, double* value);
+
+/* The number of elements of an array value. Errors: INVALID_ARGUMENT (missing key, not an array). */
+LMRT_API lmrt_status lmrt_model_meta_array_len(const lmrt_model* model, const char* key, size_t* len);
+
+/* Element `index` of an array of strings / of integers (or bools) / of floats, as the scalar
+ * accessors above. Errors: INVALID_ARGUMENT (missing key, not an array of that type, index out of
+ * range), BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_model_meta_array_str(const lmrt_model* model, const char* key, size_t index, char* buf,
+                                               size_t size, size_t* len);
+LMRT_API lmrt_status lmrt_model_meta_array_int(const lmrt_model* model, const char* key, size_t index, int64_t* value);
+LMRT_API lmrt_status lmrt_model_meta_array_float(const lmrt_model* model, const char* key, size_t index, double* value);
+
 
 /* ---- contexts ---------------------------------------------------------------------------- */
 
