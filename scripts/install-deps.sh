@@ -6,9 +6,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libmimalloc-dev libxsimd-dev libsqlite3-dev libgtest-dev libbenchmark-dev
-  libcpp-httplib-dev nlohmann-json3-dev  # examples/server
+  libcpp-httplib-dev                     # examples/server
+  nlohmann-json3-dev                     # runtime/chat (messages JSON), examples/server
   abigail-tools                          # scripts/check-abi.sh
   golang-go python3                      # examples/go, tests/server
+  python3-jinja2                         # tests/chat: the reference renderer of chat templates
 )
 # The AArch64 cross test (scripts/cross-test-aarch64.sh) installs its own packages: it must first add
 # the arm64 architecture to dpkg, which this script leaves alone.
