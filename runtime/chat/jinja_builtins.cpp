@@ -402,32 +402,6 @@ Value sort_key(const Value& v, bool case_sensitive) {
   return v;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 Value filter_tojson(const Value& v, CallArgs& a) {
   // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
   JsonDumpOptions o;
@@ -488,6 +462,7 @@ Value filter_select(Interpreter& in, const Value& seq, CallArgs& a, bool attr, b
   CallArgs test_args;
   for (size_t i = next + 1; i < a.positional.size(); ++i) test_args.positional.push_back(a.positional[i]);
   List out;
+  if (!seq.truthy()) return Value(std::move(out));  // Jinja2 skips a falsy sequence (None included)
   for (const Value& item : iterate(seq)) {
     const Value v = attr ? attr_path(in, item, attribute) : item;
     CallArgs ta = test_args;
@@ -499,6 +474,7 @@ Value filter_select(Interpreter& in, const Value& seq, CallArgs& a, bool attr, b
 
 Value filter_map(Interpreter& in, const Value& seq, CallArgs& a) {
   List out;
+  if (!seq.truthy()) return Value(std::move(out));  // as Jinja2: a falsy sequence maps to nothing
   const Value attribute = take_arg(a, SIZE_MAX, "attribute");
   if (!attribute.is_undefined()) {
     const Value dflt = take_arg(a, SIZE_MAX, "default");
@@ -595,9 +571,11 @@ const std::map<std::string, FilterFn>& filters() {
       {"selectattr", [](Interpreter& in, const Value& v, CallArgs& a) { return filter_select(in, v, a, true, true); }},
       {"rejectattr", [](Interpreter& in, const Value& v, CallArgs& a) { return filter_select(in, v, a, true, false); }},
       {"string", [](Interpreter&, const Value& v, CallArgs&) { return Value(v.to_str()); }},
-      {"safe", [](Interpreter&, const Value& v, CallArgs&) { return v; }},
-      {"e", [](Interpreter&, const Value& v, CallArgs&) { return Value(html_escape(v.to_str())); }},
-      {"escape", [](Interpreter&, const Value& v, CallArgs&) { return Value(html_escape(v.to_str())); }},
+      {"safe", [](Interpreter&, const Value& v, CallArgs&) { return v.is_markup() ? v : Value::markup(v.to_str()); }},
+      {"e", [](Interpreter&, const Value& v,
+               CallArgs&) { return v.is_markup() ? v : Value::markup(html_escape(v.to_str())); }},
+      {"escape", [](Interpreter&, const Value& v,
+                    CallArgs&) { return v.is_markup() ? v : Value::markup(html_escape(v.to_str())); }},
       {"int",
        [](Interpreter&, const Value& v, CallArgs& a) {
          const Value dflt = take_arg(a, 0, "default", Value(0));

@@ -88,7 +88,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     throw JinjaError("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
   };
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      if (a.is_markup() || b.is_markup())  // Markup + str escapes the plain side
+        return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
+                             (b.is_markup() ? b.str() : html_escape(b.str())));
+      return Value(a.str() + b.str());
+    }
     if (a.is_list() && b.is_list()) {
       List l = a.list();
       l.insert(l.end(), b.list().begin(), b.list().end());

@@ -82,6 +82,14 @@ class Value {
   const Dict& dict() const { return *dict_; }
   Dict& mutable_dict() const { return *dict_; }  // namespaces only
   const Callable& callable() const { return *callable_; }
+  // Jinja2's Markup: a string marked safe (|safe, |escape). Adding a plain string to it escapes that
+  // string's HTML characters, as Markup.__add__ does.
+  bool is_markup() const { return markup_; }
+  static Value markup(std::string s) {
+    Value v(std::move(s));
+    v.markup_ = true;
+    return v;
+  }
   // For an undefined value: what was looked up ("'x' is undefined").
   const std::string& undefined_hint() const { return hint_; }
 
@@ -103,6 +111,7 @@ class Value {
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<const Callable> callable_;
   std::string hint_;
+  bool markup_ = false;
 };
 
 // An insertion-ordered mapping. Chat-template dicts are small, so look-up is a linear scan.
@@ -121,6 +130,9 @@ bool less(const Value& a, const Value& b);
 
 // repr of a float as Python prints it ("1.0", "0.1", "1e+16", "inf").
 std::string python_float(double v);
+
+// Jinja2's escape(): & < > " ' as HTML entities.
+std::string html_escape(const std::string& s);
 
 // Number of code points in UTF-8 text, and the code points themselves (as UTF-8 pieces).
 std::vector<std::string> utf8_chars(const std::string& s);

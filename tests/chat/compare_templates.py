@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Renders every chat template with every message set (x add_generation_prompt true/false) with
-`lmrt template` and with python3-jinja2 as transformers does (render_reference.py), and compares the
+"""Renders every chat template with every message set (x add_generation_prompt true/false) through
+lmrt's C ABI (the lmrt_render_cases program, built from render_cases.cpp) and with python3-jinja2 as transformers does (render_reference.py), and compares the
 bytes. A template that raises must raise in both, with the same message for raise_exception.
 
-  compare_templates.py LMRT_BINARY [--shared DIR] [--table]
+  compare_templates.py RENDER_CASES_BINARY [--shared DIR] [--table] [--only NAME]
 
 Templates: tests/chat/templates/*.jinja (special tokens from tokens.json beside them) and the
 chat_template of every ../shared/vocab/hf/*/tokenizer_config.json. Message sets:
@@ -70,38 +70,20 @@ def reference(text, case, agp, tok):
         return "ERROR", "%s: %s" % (type(e).__name__, e)
 
 
-def lmrt(binary, tmp, text, case, agp, tok):
-    files = {}
-    for key, value in (("template", text), ("messages", case["messages"]), ("tools", case.get("tools")),
-                       ("vars", case.get("vars"))):
-        if value is None:
-            continue
-        path = os.path.join(tmp, key)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(value if key == "template" else json.dumps(value, ensure_ascii=False))
-        files[key] = path
-    cmd = [binary, "template"]
-    for key, path in files.items():
-        cmd += ["--" + key, path]
-    if "bos_token" in tok:
-        cmd += ["--bos", tok["bos_token"]]
-    if "eos_token" in tok:
-        cmd += ["--eos", tok["eos_token"]]
-    if not agp:
-        cmd.append("--no-generation-prompt")
-    p = subprocess.run(cmd, capture_output=True, timeout=60)
-    if p.returncode == 0:
-        return "OK", p.stdout.decode("utf-8")
-    err = p.stderr.decode("utf-8", "replace").strip()
-    marker = "raise_exception: "
-    if marker in err:
-        return "RAISE", err[err.index(marker) + len(marker):]
-    return "ERROR", err
+def lmrt_batch(binary, tmp, cases):
+    """Renders every case with one lmrt_render_cases process (the C ABI); [(status, text)]."""
+    path = os.path.join(tmp, "cases.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cases, f, ensure_ascii=False)
+    p = subprocess.run([binary, path], capture_output=True, timeout=600)
+    if p.returncode != 0:
+        raise SystemExit("lmrt_render_cases failed: " + p.stderr.decode("utf-8", "replace"))
+    return [(r["status"], r["text"]) for r in json.loads(p.stdout.decode("utf-8"))]
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("lmrt")
+    ap.add_argument("lmrt", help="the lmrt_render_cases program")
     ap.add_argument("--shared", default=os.environ.get("LMRT_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared")))
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--only", help="a template name")
@@ -113,27 +95,34 @@ def main():
     templates = collect_templates(a.shared)
     if a.only:
         templates = [t for t in templates if t[0] == a.only]
-    failures = 0
-    rows = []
+    batch, keys = [], []
+    for name, text, tok in templates:
+        for case_name, case in cases:
+            for agp in (True, False):
+                c = {"template": text, "messages": case["messages"], "add_generation_prompt": agp}
+                for key in ("tools", "vars"):
+                    if key in case:
+                        c[key] = case[key]
+                c.update(tok)
+                batch.append(c)
+                keys.append((name, case_name, agp, text, case, tok))
     with tempfile.TemporaryDirectory() as tmp:
-        for name, text, tok in templates:
-            same = raised = total = 0
-            bad = []
-            for case_name, case in cases:
-                for agp in (True, False):
-                    total += 1
-                    want = reference(text, case, agp, tok)
-                    got = lmrt(a.lmrt, tmp, text, case, agp, tok)
-                    ok = want[0] == got[0] and (want[0] == "ERROR" or want[1] == got[1])
-                    if ok:
-                        same += 1
-                        raised += want[0] != "OK"
-                    else:
-                        bad.append("%s/agp=%d" % (case_name, agp))
-                        failures += 1
-                        print("MISMATCH %s %s add_generation_prompt=%s\n  jinja2: %s %r\n  lmrt:   %s %r" %
-                              (name, case_name, agp, want[0], want[1][:400], got[0], got[1][:400]))
-            rows.append((name, same, total, raised, bad))
+        results = lmrt_batch(a.lmrt, tmp, batch)
+    failures = 0
+    rows = {}
+    for (name, case_name, agp, text, case, tok), got in zip(keys, results):
+        want = reference(text, case, agp, tok)
+        row = rows.setdefault(name, [name, 0, 0, 0, []])
+        row[2] += 1
+        if want[0] == got[0] and (want[0] == "ERROR" or want[1] == got[1]):
+            row[1] += 1
+            row[3] += want[0] != "OK"
+        else:
+            row[4].append("%s/agp=%d" % (case_name, agp))
+            failures += 1
+            print("MISMATCH %s %s add_generation_prompt=%s\n  jinja2: %s %r\n  lmrt:   %s %r" %
+                  (name, case_name, agp, want[0], want[1][:400], got[0], got[1][:400]))
+    rows = list(rows.values())
     if a.table:
         print("| template | identical | of | of which raise/error in both | differing cases |")
         print("| --- | --- | --- | --- | --- |")

@@ -12,6 +12,7 @@ prints the text exactly (no newline added); on a template error prints "ERROR: <
 stdout and exits 3 ("ERROR: raise_exception: <message>" for the template's own raise_exception).
 """
 import argparse
+import functools
 import json
 import sys
 from datetime import datetime
@@ -51,15 +52,19 @@ def strftime_now(fmt):
     return datetime.now().strftime(fmt)
 
 
-def render(template, messages, tools=None, add_generation_prompt=True, variables=None):
+@functools.lru_cache(maxsize=None)
+def compile_template(template):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[GenerationTracker, jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
-    compiled = env.from_string(template)
-    return compiled.render(messages=messages, tools=tools, documents=None,
-                           add_generation_prompt=add_generation_prompt, **(variables or {}))
+    return env.from_string(template)
+
+
+def render(template, messages, tools=None, add_generation_prompt=True, variables=None):
+    return compile_template(template).render(messages=messages, tools=tools, documents=None,
+                                             add_generation_prompt=add_generation_prompt, **(variables or {}))
 
 
 def main():
