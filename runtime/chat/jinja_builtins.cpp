@@ -625,7 +625,7 @@ const std::map<std::string, FilterFn>& filters() {
          const double x = v.as_double() * p;
          double r;
          if (method == "common")
-           r = std::round(x);
+           r = std::nearbyint(x);  // Python's round(): halves go to the even neighbour
          else if (method == "ceil")
            r = std::ceil(x);
          else if (method == "floor")
@@ -897,11 +897,16 @@ void add_globals(Dict& g) {
             fail("range expected at least 1 argument, got 0");
           }
           if (step == 0) fail("range() arg 3 must not be zero");
+          // Counted before anything is allocated: a hostile range(10**12) fails at once.
+          const long double span =
+              step > 0 ? static_cast<long double>(stop) - start : static_cast<long double>(start) - stop;
+          const long double count = span <= 0 ? 0
+                                              : (span + (std::abs(static_cast<long double>(step)) - 1)) /
+                                                    std::abs(static_cast<long double>(step));
+          if (count > 100'000) fail("range too big (more than 100000 items)");
           List l;
-          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-            if (l.size() >= 1'000'000) fail("range too big (more than 1000000 items)");
-            l.emplace_back(i);
-          }
+          l.reserve(static_cast<size_t>(count));
+          for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.emplace_back(i);
           return Value(std::move(l));
         }));
   g.set(Value("dict"), Value::callable("dict", [](Interpreter&, CallArgs& a) -> Value {

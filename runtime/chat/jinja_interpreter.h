@@ -15,9 +15,9 @@
 namespace lmrt::jinja {
 
 struct RenderLimits {
-  size_t max_output_bytes = size_t{64} << 20;
-  uint64_t max_steps = 50'000'000;  // expression and statement evaluations
-  int max_call_depth = 100;         // nested macro calls
+  size_t max_output_bytes = size_t{16} << 20;  // a prompt is far smaller than any context
+  uint64_t max_steps = 50'000'000;             // expression and statement evaluations
+  int max_call_depth = 100;                    // nested macro calls
 };
 
 class Interpreter {
