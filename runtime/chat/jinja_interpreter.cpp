@@ -262,10 +262,10 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
         return Flow::normal;
       }
       case StmtKind::macro:
-        assign(s.text, make_macro(s, s.text, s.params, s.body));
+        assign(s.text, make_macro(s.text, s.params, s.body));
         return Flow::normal;
       case StmtKind::call_block: {
-        Value caller = make_macro(s, "caller", s.params, s.body);
+        Value caller = make_macro("caller", s.params, s.body);
         const Expr& call = *s.expr;
         Value fn = eval(*call.args[0]);
         CallArgs args;
@@ -367,11 +367,11 @@ void Interpreter::exec_for(const Stmt& s, std::string& out) {
   }
 }
 
-Value Interpreter::make_macro(const Stmt& s, const std::string& name, const std::vector<Param>& params,
-                              const Body& body) {
-  auto closure = scopes_;
-  const Stmt* def = &s;
-  return Value::callable(name, [this, closure, def, name, &params, &body](Interpreter&, CallArgs& args) -> Value {
+Value Interpreter::make_macro(const std::string& name, const std::vector<Param>& params, const Body& body) {
+  // The scopes the macro sees, held weakly: the macro is itself stored in one of them, and a strong
+  // reference would make a cycle that outlives the render.
+  std::vector<std::weak_ptr<Frame>> closure(scopes_.begin(), scopes_.end());
+  return Value::callable(name, [this, closure, name, &params, &body](Interpreter&, CallArgs& args) -> Value {
     if (call_depth_ >= limits_.max_call_depth)
       throw JinjaError("macro calls nested deeper than " + std::to_string(limits_.max_call_depth));
     auto frame = std::make_shared<Frame>();
@@ -399,7 +399,9 @@ Value Interpreter::make_macro(const Stmt& s, const std::string& name, const std:
       }
     }
     auto saved = std::move(scopes_);
-    scopes_ = closure;
+    scopes_.clear();
+    for (const auto& weak : closure)
+      if (auto f = weak.lock()) scopes_.push_back(std::move(f));
     scopes_.push_back(frame);
     const int saved_loops = loop_depth_;
     loop_depth_ = 0;
@@ -421,7 +423,6 @@ Value Interpreter::make_macro(const Stmt& s, const std::string& name, const std:
                                        : Value::undefined("parameter '" + params[i].name + "' was not provided");
     std::string out;
     exec_body(body, out);
-    (void)def;
     return Value(std::move(out));
   });
 }

@@ -55,7 +55,7 @@ class Interpreter {
   void eval_args(const Expr& e, size_t first, CallArgs* args);
   Value lookup(const std::string& name) const;
   void assign(const std::string& name, Value v);
-  Value make_macro(const Stmt& s, const std::string& name, const std::vector<Param>& params, const Body& body);
+  Value make_macro(const std::string& name, const std::vector<Param>& params, const Body& body);
   void step();
 
   RenderLimits limits_;
