@@ -36,7 +36,8 @@ struct Expr {
   std::string name;
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
-  bool negated = false;  // "is not"
+  bool negated = false;   // "is not"
+  bool is_tuple = false;  // a list expression written as a tuple: (a, b), a, b
 };
 
 struct Stmt;

@@ -1,10 +1,13 @@
 // Filters, tests, globals and methods, each following its Jinja2 3.1 / Python 3 definition.
 #include "runtime/chat/jinja_builtins.h"
 
+#include <locale.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <cwctype>
 #include <map>
 
 #include "runtime/chat/jinja_interpreter.h"
@@ -70,14 +73,36 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
   return out;
 }
 
-std::string ascii_upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
+// Simple Unicode case mapping through glibc's C.UTF-8 tables (towupper_l, no global locale
+// change); ASCII only where that locale is missing. Python's special cases (ß -> SS) are not made.
+locale_t utf8_locale() {
+  static const locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
+  return loc;
 }
-std::string ascii_lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+
+std::string map_case(const std::string& s, bool upper) {
+  std::string out;
+  out.reserve(s.size());
+  const locale_t loc = utf8_locale();
+  for (const std::string& ch : utf8_chars(s)) {
+    const uint32_t cp = cp_of(ch);
+    uint32_t mapped = cp;
+    if (cp < 0x80)
+      mapped = static_cast<uint32_t>(upper ? std::toupper(static_cast<int>(cp)) : std::tolower(static_cast<int>(cp)));
+    else if (loc != static_cast<locale_t>(0))
+      mapped = static_cast<uint32_t>(upper ? towupper_l(static_cast<wint_t>(cp), loc)
+                                           : towlower_l(static_cast<wint_t>(cp), loc));
+    if (mapped == cp) {
+      out += ch;
+    } else {
+      append_utf8(out, mapped);
+    }
+  }
+  return out;
 }
+
+std::string ascii_upper(const std::string& s) { return map_case(s, true); }
+std::string ascii_lower(const std::string& s) { return map_case(s, false); }
 std::string py_capitalize(const std::string& s) {
   std::string out = ascii_lower(s);
   if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
@@ -93,6 +118,24 @@ std::string py_title(const std::string& s) {
     else
       out += static_cast<char>(c);
     prev_cased = alpha || c >= 0x80;
+  }
+  return out;
+}
+
+// Jinja2's title filter: a word starts after '-', whitespace, '(', '{', '[' or '<' (unlike str.title,
+// an apostrophe does not start one).
+std::string jinja_title(const std::string& s) {
+  std::string out;
+  bool word_start = true;
+  for (unsigned char c : s) {
+    const bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_py_space(c);
+    if (sep) {
+      out += static_cast<char>(c);
+      word_start = true;
+    } else {
+      out += static_cast<char>(word_start ? std::toupper(c) : std::tolower(c));
+      word_start = false;
+    }
   }
   return out;
 }
@@ -335,7 +378,7 @@ Value dict_method(const Value& self, const std::string& name) {
   if (name == "items")
     return bound("dict.items", [self](Interpreter&, CallArgs&) -> Value {
       List l;
-      for (const auto& [k, v] : self.dict().items) l.emplace_back(List{k, v});
+      for (const auto& [k, v] : self.dict().items) l.push_back(Value::tuple(List{k, v}));
       return Value(std::move(l));
     });
   if (name == "keys")
@@ -557,7 +600,7 @@ const std::map<std::string, FilterFn>& filters() {
       {"upper", [](Interpreter&, const Value& v, CallArgs&) { return Value(ascii_upper(v.to_str())); }},
       {"lower", [](Interpreter&, const Value& v, CallArgs&) { return Value(ascii_lower(v.to_str())); }},
       {"capitalize", [](Interpreter&, const Value& v, CallArgs&) { return Value(py_capitalize(v.to_str())); }},
-      {"title", [](Interpreter&, const Value& v, CallArgs&) { return Value(py_title(v.to_str())); }},
+      {"title", [](Interpreter&, const Value& v, CallArgs&) { return Value(jinja_title(v.to_str())); }},
       {"replace",
        [](Interpreter&, const Value& v, CallArgs& a) {
          const Value count = take_arg(a, 2, "count", Value::none());
@@ -654,7 +697,7 @@ const std::map<std::string, FilterFn>& filters() {
          if (v.is_undefined()) return Value(List{});
          if (!v.is_mapping()) fail("Can only get item pairs from a mapping.");
          List l;
-         for (const auto& [k, x] : v.dict().items) l.emplace_back(List{k, x});
+         for (const auto& [k, x] : v.dict().items) l.push_back(Value::tuple(List{k, x}));
          return Value(std::move(l));
        }},
       {"dictsort",
@@ -670,7 +713,7 @@ const std::map<std::string, FilterFn>& filters() {
            return reverse ? less(ky, kx) : less(kx, ky);
          });
          List l;
-         for (auto& [k, x] : items) l.emplace_back(List{k, x});
+         for (auto& [k, x] : items) l.push_back(Value::tuple(List{k, x}));
          return Value(std::move(l));
        }},
       {"batch",

@@ -375,10 +375,16 @@ Value Interpreter::make_macro(const std::string& name, const std::vector<Param>&
     if (call_depth_ >= limits_.max_call_depth)
       throw JinjaError("macro calls nested deeper than " + std::to_string(limits_.max_call_depth));
     auto frame = std::make_shared<Frame>();
-    if (args.positional.size() > params.size())
-      throw JinjaError("macro '" + name + "' takes not more than " + std::to_string(params.size()) + " argument(s)");
+    // Arguments beyond the parameters land in varargs / kwargs, as Jinja2 does for a macro that
+    // uses them.
     std::vector<bool> given(params.size(), false);
+    List varargs;
+    Dict kwargs;
     for (size_t i = 0; i < args.positional.size(); ++i) {
+      if (i >= params.size()) {
+        varargs.push_back(args.positional[i]);
+        continue;
+      }
       (*frame)[params[i].name] = args.positional[i];
       given[i] = true;
     }
@@ -391,13 +397,14 @@ Value Interpreter::make_macro(const std::string& name, const std::vector<Param>&
           found = true;
         }
       if (!found) {
-        if (k == "caller") {
+        if (k == "caller")
           (*frame)[k] = v;
-        } else {
-          throw JinjaError("macro '" + name + "' takes no keyword argument '" + k + "'");
-        }
+        else
+          kwargs.set(Value(k), v);
       }
     }
+    (*frame)["varargs"] = Value::tuple(std::move(varargs));
+    (*frame)["kwargs"] = Value::dict(std::move(kwargs));
     auto saved = std::move(scopes_);
     scopes_.clear();
     for (const auto& weak : closure)
@@ -519,7 +526,7 @@ Value Interpreter::eval(const Expr& e) {
     case ExprKind::list: {
       List l;
       for (const auto& a : e.args) l.push_back(eval(*a));
-      return Value(std::move(l));
+      return e.is_tuple ? Value::tuple(std::move(l)) : Value(std::move(l));
     }
     case ExprKind::dict: {
       Dict d;

@@ -26,24 +26,6 @@ std::string normalize_newlines(const std::string& in) {
   return out;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 class Lexer {
  public:
   explicit Lexer(const std::string& source) : src_(normalize_newlines(source)) {}
@@ -182,19 +164,20 @@ class Lexer {
 
   void lex_tag(const char* close, TokenType close_type) {
     const bool block = close[0] == '%';
+    int depth = 0;  // open ( [ {: as in Jinja2, "}}" inside a dict literal does not close the tag
     for (;;) {
       while (pos_ < src_.size() && is_space(src_[pos_])) {
         line_ += src_[pos_] == '\n';
         ++pos_;
       }
       if (pos_ >= src_.size()) fail(std::string("unclosed tag, expected '") + close + "'");
-      if (src_[pos_] == '-' && src_.compare(pos_ + 1, 2, close) == 0) {
+      if (depth == 0 && src_[pos_] == '-' && src_.compare(pos_ + 1, 2, close) == 0) {
         pos_ += 3;
         tokens_.push_back({close_type, "", line_});
         after_close(true, block);
         return;
       }
-      if (src_.compare(pos_, 2, close) == 0) {
+      if (depth == 0 && src_.compare(pos_, 2, close) == 0) {
         pos_ += 2;
         tokens_.push_back({close_type, "", line_});
         after_close(false, block);
@@ -217,6 +200,8 @@ class Lexer {
         for (const char* op : kOps) {
           const size_t n = std::char_traits<char>::length(op);
           if (src_.compare(pos_, n, op) == 0) {
+            if (n == 1 && (*op == '(' || *op == '[' || *op == '{')) ++depth;
+            if (n == 1 && (*op == ')' || *op == ']' || *op == '}') && depth > 0) --depth;
             tokens_.push_back({TokenType::op, op, line_});
             pos_ += n;
             found = true;

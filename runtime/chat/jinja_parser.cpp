@@ -274,6 +274,7 @@ class Parser {
     ExprPtr first = no_condition ? parse_or() : parse_expression();
     if (!is_op(",")) return first;
     auto t = make(ExprKind::list, line);
+    t->is_tuple = true;
     t->args.push_back(std::move(first));
     while (is_op(",")) {
       ++pos_;
@@ -456,7 +457,9 @@ class Parser {
           ++pos_;
           if (is_op(")")) {
             ++pos_;
-            return make(ExprKind::list, line);
+            auto empty = make(ExprKind::list, line);
+            empty->is_tuple = true;
+            return empty;
           }
           ExprPtr e = parse_tuple();
           expect_op(")");

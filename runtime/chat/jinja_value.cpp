@@ -149,12 +149,13 @@ std::string Value::repr() const {
     case Kind::string:
       return repr_string(*str_);
     case Kind::list: {
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
         out += (*list_)[i].repr();
       }
-      return out + "]";
+      if (tuple_ && list_->size() == 1) out += ",";
+      return out + (tuple_ ? ")" : "]");
     }
     case Kind::dict: {
       std::string out = "{";
@@ -197,7 +198,7 @@ const char* Value::type_name() const {
     case Kind::string:
       return "str";
     case Kind::list:
-      return "list";
+      return tuple_ ? "tuple" : "list";
     case Kind::dict:
       return "dict";
     case Kind::callable:
@@ -307,6 +308,24 @@ std::string html_escape(const std::string& s) {
     }
   }
   return out;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
 }
 
 std::vector<std::string> utf8_chars(const std::string& s) {

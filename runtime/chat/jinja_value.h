@@ -56,6 +56,13 @@ class Value {
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   Value(List l);
+  // A Python tuple: a list that prints as (a, b) (item pairs, tuple literals).
+  static Value tuple(List l) {
+    Value v(std::move(l));
+    v.tuple_ = true;
+    return v;
+  }
+  bool is_tuple() const { return tuple_; }
   static Value dict(Dict d);
   static Value namespace_(Dict d);
   static Value callable(std::string name, Function fn);
@@ -112,6 +119,7 @@ class Value {
   std::shared_ptr<const Callable> callable_;
   std::string hint_;
   bool markup_ = false;
+  bool tuple_ = false;
 };
 
 // An insertion-ordered mapping. Chat-template dicts are small, so look-up is a linear scan.
@@ -133,6 +141,9 @@ std::string python_float(double v);
 
 // Jinja2's escape(): & < > " ' as HTML entities.
 std::string html_escape(const std::string& s);
+
+// Appends code point cp as UTF-8.
+void append_utf8(std::string& out, uint32_t cp);
 
 // Number of code points in UTF-8 text, and the code points themselves (as UTF-8 pieces).
 std::vector<std::string> utf8_chars(const std::string& s);

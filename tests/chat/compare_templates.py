@@ -5,8 +5,9 @@ bytes. A template that raises must raise in both, with the same message for rais
 
   compare_templates.py RENDER_CASES_BINARY [--shared DIR] [--table] [--only NAME]
 
-Templates: tests/chat/templates/*.jinja (special tokens from tokens.json beside them) and the
-chat_template of every ../shared/vocab/hf/*/tokenizer_config.json. Message sets:
+Templates: tests/chat/templates/*.jinja (special tokens from tokens.json beside them), the
+one-line feature templates of tests/chat/feature_templates.txt and the chat_template of every
+../shared/vocab/hf/*/tokenizer_config.json. Message sets:
 tests/chat/messages/*.json, each {"messages": [...], "tools": [...]?, "vars": {...}?}.
 Exit status 0 when every case agrees; prints each disagreement and, with --table, the
 per-template counts.
@@ -40,6 +41,10 @@ def collect_templates(shared):
             text = f.read()
         tok = tokens.get(name, {})
         templates.append((name, text, {k: v for k, v in tok.items() if v is not None}))
+    with open(os.path.join(HERE, "feature_templates.txt"), encoding="utf-8") as f:
+        features = [line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")]
+    for i, text in enumerate(features):
+        templates.append(("feature-%02d" % (i + 1), text, {"bos_token": "<s>", "eos_token": "</s>"}))
     for cfg in sorted(glob.glob(os.path.join(shared, "vocab", "hf", "*", "tokenizer_config.json"))):
         with open(cfg, encoding="utf-8") as f:
             c = json.load(f)
