@@ -1,6 +1,7 @@
 // apply_chat_template's variables around the Jinja interpreter, with every failure as a Status.
 #include "runtime/chat/chat_template.h"
 
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "runtime/chat/jinja_interpreter.h"
@@ -50,6 +51,10 @@ Status render_chat_template(const ChatTemplateRequest& r, std::string* out) {
     *out = interpreter.render(body, vars);
   } catch (const jinja::JinjaError& e) {
     if (e.raised()) return Error(Code::bad_format, std::string("raise_exception: ") + e.what());
+    return Error(Code::bad_format, std::string("chat template: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    throw;                             // the ABI layer reports out_of_memory
+  } catch (const std::exception& e) {  // a number the standard library could not convert, ...
     return Error(Code::bad_format, std::string("chat template: ") + e.what());
   }
   return Status::Ok();

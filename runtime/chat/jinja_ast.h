@@ -38,6 +38,7 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   bool negated = false;   // "is not"
   bool is_tuple = false;  // a list expression written as a tuple: (a, b), a, b
+  int depth = 1;          // height of this subtree (the parser bounds it)
 };
 
 struct Stmt;

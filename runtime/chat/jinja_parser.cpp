@@ -3,6 +3,7 @@
 // **, unary, then primary with postfix ., [], () and the | filter and "is" test chains.
 #include "runtime/chat/jinja_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -11,7 +12,10 @@
 namespace lmrt::jinja {
 namespace {
 
-constexpr int kMaxNesting = 200;  // hostile templates must not exhaust the stack
+constexpr int kMaxNesting = 100;  // hostile templates must not exhaust the stack
+// Operator, postfix and filter chains ("a ~ b ~ c ...") grow the tree without recursing in the
+// parser; evaluating and freeing it recurses, so its height is bounded too.
+constexpr int kMaxExprDepth = 400;
 
 class Parser {
  public:
@@ -300,7 +304,7 @@ class Parser {
       c->args.push_back(std::move(cond));
       c->args.push_back(std::move(e));
       c->args.push_back(std::move(otherwise));
-      e = std::move(c);
+      e = measured(std::move(c));
     }
     return e;
   }
@@ -310,7 +314,19 @@ class Parser {
     b->name = op;
     b->args.push_back(std::move(l));
     b->args.push_back(std::move(r));
-    return b;
+    return measured(std::move(b));
+  }
+
+  // Sets e's height from its children; fails when the expression is too deep to evaluate safely.
+  ExprPtr measured(ExprPtr e) {
+    int d = 0;
+    for (const auto& a : e->args)
+      if (a) d = std::max(d, a->depth);
+    for (const auto& kv : e->kwargs) d = std::max(d, kv.second->depth);
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth)
+      fail("expression nested deeper than " + std::to_string(kMaxExprDepth) + " levels", e->line);
+    return e;
   }
 
   ExprPtr parse_or() {
@@ -339,7 +355,7 @@ class Parser {
       auto u = make(ExprKind::unary, line);
       u->name = "not";
       u->args.push_back(parse_not());
-      return u;
+      return measured(std::move(u));
     }
     return parse_compare();
   }
@@ -414,6 +430,7 @@ class Parser {
       e = make(ExprKind::unary, line);
       e->name = op;
       e->args.push_back(parse_unary(false));
+      e = measured(std::move(e));
     } else {
       e = parse_primary();
     }
@@ -474,7 +491,7 @@ class Parser {
             l->args.push_back(parse_expression());
           }
           ++pos_;
-          return l;
+          return measured(std::move(l));
         }
         if (t.value == "{") {
           ++pos_;
@@ -487,7 +504,7 @@ class Parser {
             d->args.push_back(parse_expression());
           }
           ++pos_;
-          return d;
+          return measured(std::move(d));
         }
         break;
       default:
@@ -507,19 +524,23 @@ class Parser {
         } else if (cur().type == TokenType::integer) {
           a->kind = ExprKind::item;
           a->args.push_back(std::move(e));
-          a->args.push_back(literal(Value(static_cast<int64_t>(std::stoll(toks_[pos_++].value))), line));
-          e = std::move(a);
+          int64_t index = 0;
+          const std::string& digits = toks_[pos_++].value;
+          if (std::from_chars(digits.data(), digits.data() + digits.size(), index).ec != std::errc())
+            fail("index out of range: " + digits, line);
+          a->args.push_back(literal(Value(index), line));
+          e = measured(std::move(a));
           continue;
         } else {
           fail("expected an attribute name after '.', got " + describe(cur()));
         }
         a->args.push_back(std::move(e));
-        e = std::move(a);
+        e = measured(std::move(a));
       } else if (is_op("[")) {
         ++pos_;
-        e = parse_subscript(std::move(e), line);
+        e = measured(parse_subscript(std::move(e), line));
       } else if (is_op("(")) {
-        e = parse_call(std::move(e));
+        e = measured(parse_call(std::move(e)));
       } else {
         return e;
       }
@@ -600,7 +621,7 @@ class Parser {
     }
     f->args.push_back(std::move(operand));
     if (is_op("(")) parse_args(f.get());
-    return f;
+    return measured(std::move(f));
   }
 
   ExprPtr parse_filter_expr(ExprPtr e) {
@@ -634,9 +655,9 @@ class Parser {
           arg = parse_postfix(std::move(arg));
           t->args.push_back(std::move(arg));
         }
-        e = std::move(t);
+        e = measured(std::move(t));
       } else if (is_op("(")) {
-        e = parse_call(std::move(e));
+        e = measured(parse_call(std::move(e)));
       } else {
         return e;
       }

@@ -148,6 +148,14 @@ TEST(ChatTemplate, HostileTemplatesFailCleanly) {
   // error, never a crash or a hang.
   EXPECT_NE(error_of("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}").find("nesting"),
             std::string::npos);
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += " ~ 1";
+  EXPECT_NE(error_of(chain + " }}").find("expression nested deeper"), std::string::npos);
+  EXPECT_NE(error_of("{{ x" + std::string(50000, '|') + " }}").find("expected a name"), std::string::npos);
+  std::string filters = "{{ 'x'";
+  for (int i = 0; i < 100000; ++i) filters += "|trim";
+  EXPECT_NE(error_of(filters + " }}").find("expression nested deeper"), std::string::npos);
+  EXPECT_NE(error_of("{{ [1].99999999999999999999999 }}").find("index out of range"), std::string::npos);
   EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("nested deeper"),
             std::string::npos);
   EXPECT_NE(error_of("{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}").find("output exceeds"),
