@@ -36,16 +36,16 @@ Status render_chat_template(const ChatTemplateRequest& r, std::string* out) {
     LMRT_RETURN_IF_ERROR(parse_json(r.extra_json, "extra variables", &extra));
     if (!extra.is_object()) return Error(Code::invalid_argument, "extra variables must be a JSON object");
   }
-  jinja::Dict vars;
-  vars.set(Value("messages"), jinja::from_json(messages));
-  vars.set(Value("tools"), r.tools_json.empty() ? Value::none() : jinja::from_json(tools));
-  vars.set(Value("documents"), Value::none());
-  vars.set(Value("add_generation_prompt"), Value(r.add_generation_prompt));
-  if (r.bos_token) vars.set(Value("bos_token"), Value(*r.bos_token));
-  if (r.eos_token) vars.set(Value("eos_token"), Value(*r.eos_token));
-  if (extra.is_object())
-    for (auto it = extra.begin(); it != extra.end(); ++it) vars.set(Value(it.key()), jinja::from_json(it.value()));
   try {
+    jinja::Dict vars;
+    vars.set(Value("messages"), jinja::from_json(messages));
+    vars.set(Value("tools"), r.tools_json.empty() ? Value::none() : jinja::from_json(tools));
+    vars.set(Value("documents"), Value::none());
+    vars.set(Value("add_generation_prompt"), Value(r.add_generation_prompt));
+    if (r.bos_token) vars.set(Value("bos_token"), Value(*r.bos_token));
+    if (r.eos_token) vars.set(Value("eos_token"), Value(*r.eos_token));
+    if (extra.is_object())
+      for (auto it = extra.begin(); it != extra.end(); ++it) vars.set(Value(it.key()), jinja::from_json(it.value()));
     const jinja::Body body = jinja::parse_template(std::string(r.template_text));
     jinja::Interpreter interpreter;
     *out = interpreter.render(body, vars);

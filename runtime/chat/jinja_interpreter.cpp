@@ -236,6 +236,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
           Value ns = lookup(s.targets[0]);
           if (!ns.is_namespace())
             throw JinjaError("cannot assign attribute '" + s.text + "' on non-namespace object '" + s.targets[0] + "'");
+          if (holds_namespace(v)) throw JinjaError("a namespace may not hold another namespace");
           ns.mutable_dict().set(Value(s.text), std::move(v));
         } else if (s.targets.size() == 1) {
           assign(s.targets[0], std::move(v));

@@ -7,7 +7,11 @@
 
 namespace lmrt::jinja {
 
-Value from_json(const nlohmann::ordered_json& j) {
+Value from_json(const nlohmann::ordered_json& j) { return from_json(j, 0); }
+
+Value from_json(const nlohmann::ordered_json& j, uint32_t level) {
+  if (level >= kMaxValueDepth)
+    throw JinjaError("JSON nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::none();
@@ -27,12 +31,12 @@ Value from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       List l;
       l.reserve(j.size());
-      for (const auto& x : j) l.push_back(from_json(x));
+      for (const auto& x : j) l.push_back(from_json(x, level + 1));
       return Value(std::move(l));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
-      for (auto it = j.begin(); it != j.end(); ++it) d.set(Value(it.key()), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) d.set(Value(it.key()), from_json(it.value(), level + 1));
       return Value::dict(std::move(d));
     }
     default:

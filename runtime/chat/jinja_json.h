@@ -9,8 +9,9 @@
 
 namespace lmrt::jinja {
 
-// Objects keep their key order, as Python's json.loads does.
+// Objects keep their key order, as Python's json.loads does. Throws JinjaError past kMaxValueDepth.
 Value from_json(const nlohmann::ordered_json& j);
+Value from_json(const nlohmann::ordered_json& j, uint32_t level);
 
 struct JsonDumpOptions {
   bool ensure_ascii = false;

@@ -1,6 +1,7 @@
 // Python semantics of the template values: truthiness, str/repr, equality and ordering.
 #include "runtime/chat/jinja_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -15,15 +16,52 @@ Value Value::undefined(std::string hint) {
 
 Value::Value(std::string s) : kind_(Kind::string), str_(std::make_shared<const std::string>(std::move(s))) {}
 
-Value::Value(List l) : kind_(Kind::list), list_(std::make_shared<const List>(std::move(l))) {}
+namespace {
+
+uint32_t nested_depth(const List& l) {
+  uint32_t d = 0;
+  for (const Value& x : l) d = std::max(d, x.depth());
+  if (d + 1 > kMaxValueDepth)
+    throw JinjaError("value nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  return d + 1;
+}
+
+uint32_t nested_depth(const Dict& dict) {
+  uint32_t d = 0;
+  for (const auto& kv : dict.items) d = std::max({d, kv.first.depth(), kv.second.depth()});
+  if (d + 1 > kMaxValueDepth)
+    throw JinjaError("value nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  return d + 1;
+}
+
+}  // namespace
+
+Value::Value(List l) : kind_(Kind::list) {
+  depth_ = nested_depth(l);
+  list_ = std::make_shared<const List>(std::move(l));
+}
 
 Value Value::dict(Dict d) {
   Value v(Kind::dict);
+  v.depth_ = nested_depth(d);
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
 
+bool holds_namespace(const Value& v) {
+  if (v.is_namespace()) return true;
+  if (v.is_list())
+    for (const Value& x : v.list())
+      if (holds_namespace(x)) return true;
+  if (v.is_dict())
+    for (const auto& kv : v.dict().items)
+      if (holds_namespace(kv.second)) return true;
+  return false;
+}
+
 Value Value::namespace_(Dict d) {
+  for (const auto& kv : d.items)
+    if (holds_namespace(kv.second)) throw JinjaError("a namespace may not hold another namespace");
   Value v(Kind::namespace_);
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;

@@ -62,6 +62,7 @@ class Value {
     v.tuple_ = true;
     return v;
   }
+  uint32_t depth() const { return depth_; }
   bool is_tuple() const { return tuple_; }
   static Value dict(Dict d);
   static Value namespace_(Dict d);
@@ -120,7 +121,14 @@ class Value {
   std::string hint_;
   bool markup_ = false;
   bool tuple_ = false;
+  uint32_t depth_ = 0;  // nesting of lists and dicts, bounded so that recursion over values is safe
 };
+
+// How deeply lists and dicts may nest (JSON input and values a template builds).
+constexpr uint32_t kMaxValueDepth = 512;
+
+// Whether v is or holds a namespace (a namespace may not hold one: that could make a cycle).
+bool holds_namespace(const Value& v);
 
 // An insertion-ordered mapping. Chat-template dicts are small, so look-up is a linear scan.
 struct Dict {

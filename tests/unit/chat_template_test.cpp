@@ -172,10 +172,20 @@ TEST(ChatTemplate, HostileTemplatesFailCleanly) {
   } catch (const jinja::JinjaError& e) {
     EXPECT_NE(std::string(e.what()).find("evaluation steps"), std::string::npos) << e.what();
   }
+  // Values: nesting bounded (from JSON and built by a loop), and no namespace cycles.
+  std::string out;
+  const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
+  Status deep = render("{{ messages }}", &out, "", deep_json);
+  EXPECT_FALSE(deep.ok());
+  EXPECT_NE(deep.message().find("nested deeper"), std::string::npos) << deep.message();
+  EXPECT_NE(error_of("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}")
+                .find("value nested deeper"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ ns }}").find("namespace may not hold"),
+            std::string::npos);
   // Garbage bytes never crash the lexer or parser.
   std::string junk;
   for (int i = 0; i < 4000; ++i) junk += static_cast<char>("{%}#-+ 'x\"\n("[i * 7919 % 13]);
-  std::string out;
   (void)render(junk, &out);
 }
 
