@@ -22,6 +22,8 @@ static_assert(LMRT_ERR_BUFFER_TOO_SMALL == static_cast<int>(Code::buffer_too_sma
 
 // Public struct layouts are part of the ABI: any change here is deliberate.
 static_assert(sizeof(lmrt_model_params) == 8);
+static_assert(sizeof(lmrt_chat_template_params) == 56 && offsetof(lmrt_chat_template_params, template_text) == 8 &&
+              offsetof(lmrt_chat_template_params, eos_token) == 48);
 static_assert(sizeof(lmrt_context_params) == 24 && offsetof(lmrt_context_params, logits_all) == 20);
 static_assert(offsetof(lmrt_model_info, n_params) == 168 && offsetof(lmrt_model_info, n_tensors_f32) == 220 &&
               offsetof(lmrt_model_info, bytes_f32) == 240 && sizeof(lmrt_model_info) == 280);

@@ -49,6 +49,7 @@ std::string json_string(const std::string& s);
 int cmd_run(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_template(int argc, char** argv);
 int cmd_cache(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
 int cmd_bench(int argc, char** argv);

@@ -19,6 +19,9 @@ void usage(FILE* out) {
       "            --plugin FILE (repeatable) --stop-plugin SPEC (e.g. 'regex(pattern=\"[.!?]\")')\n"
       "  info      -m MODEL [--json]                                          model summary\n"
       "  tokenize  -m MODEL (-p TEXT | -f FILE) [--no-bos] [--special]       print token ids\n"
+      "  template  -m MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt]\n"
+      "            [--template FILE] [--template-name NAME] [--vars FILE.json] [--bos TEXT] [--eos TEXT]\n"
+      "            print the chat as the model's chat template lays it out (exactly, no newline added)\n"
       "  cache     stats|clear|vacuum FILE [--json]                          look after a response cache\n"
       "  plugins   [--plugin FILE]... [--json]                                samplers, stop criteria, versions\n"
       "  bench     -m MODEL [-t T] [-p P] [-n G] [--reps R] [--json] | --synthetic NAME -o FILE\n"
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(argc, argv);
   if (cmd == "info") return cmd_info(argc, argv);
   if (cmd == "tokenize") return cmd_tokenize(argc, argv);
+  if (cmd == "template") return cmd_template(argc, argv);
   if (cmd == "cache") return cmd_cache(argc, argv);
   if (cmd == "plugins") return cmd_plugins(argc, argv);
   if (cmd == "bench") return cmd_bench(argc, argv);

@@ -277,3 +277,41 @@ TEST(Cli, QuantizeErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// `lmrt template`: the rendered chat on stdout exactly (no newline added), the model's special
+// tokens as bos_token / eos_token, errors on stderr with a non-zero exit.
+TEST(CliTemplate, PrintsTheRenderedChatExactly) {
+  using lmrt::test::write_temp_file;
+  const std::string tmpl = write_temp_file(
+      "chat.jinja",
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}\n{% endfor %}"
+      "{% if tools %}tools: {{ tools | map(attribute='function.name') | join(',') }}\n{% endif %}"
+      "{% if add_generation_prompt %}[assistant]{% endif %}");
+  const std::string messages = write_temp_file(
+      "chat-messages.json", R"([{"role":"user","content":"Hi ü"},{"role":"assistant","content":"Yo"}])");
+  const std::string tools = write_temp_file("chat-tools.json", R"([{"type":"function","function":{"name":"f"}}])");
+  CliRun r = run_cli("template -m " + model("stories260K.gguf") + " --template " + tmpl + " --messages " + messages);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "<s>[user] Hi ü</s>\n[assistant] Yo</s>\n[assistant]");
+  r = run_cli("template --template " + tmpl + " --messages " + messages + " --tools " + tools +
+              " --no-generation-prompt --bos B --eos E");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "B[user] Hi üE\n[assistant] YoE\ntools: f\n");
+}
+
+TEST(CliTemplate, ReportsAMissingTemplateAndTheTemplatesOwnError) {
+  using lmrt::test::write_temp_file;
+  const std::string messages = write_temp_file("chat-messages.json", R"([{"role":"user","content":"Hi"}])");
+  CliRun r = run_cli("template -m " + model("stories260K.gguf") + " --messages " + messages);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("tokenizer.chat_template"), std::string::npos) << r.err;
+  const std::string raising = write_temp_file("raise.jinja", "{{ raise_exception('roles must alternate') }}");
+  r = run_cli("template --template " + raising + " --messages " + messages);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("raise_exception: roles must alternate"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -705,6 +705,49 @@ LMRT_API lmrt_status lmrt_plugin_host_get_entry(lmrt_plugin_host* host, size_t i
 
 /* ---- (end of the plugin block) ------------------------------------------------------------- */
 
+/* ---- chat templates ------------------------------------------------------------------------ */
+
+/* How lmrt_chat_apply_template renders. Strings are NUL-terminated UTF-8; NULL means "not given". */
+typedef struct lmrt_chat_template_params {
+  uint32_t struct_size;
+  uint32_t add_generation_prompt; /* 1 (default): end with the opening of the assistant's turn */
+  /* The Jinja template to render. NULL: the model's, from GGUF key tokenizer.chat_template, or
+   * tokenizer.chat_template.NAME when template_name is set (e.g. "tool_use"). */
+  const char* template_text;
+  const char* template_name;
+  const char* tools_json; /* OpenAI "tools" array (JSON text); NULL: the template sees tools = none */
+  /* A JSON object of further template variables (e.g. {"enable_thinking": false}); NULL: none.
+   * They may override bos_token and eos_token. */
+  const char* extra_json;
+  /* Texts of the bos_token / eos_token variables. NULL: the model vocabulary's BOS / EOS token text
+   * (undefined in the template when there is no model or the vocabulary has none). */
+  const char* bos_token;
+  const char* eos_token;
+} lmrt_chat_template_params;
+
+/* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
+LMRT_API lmrt_status lmrt_chat_template_params_init_sized(lmrt_chat_template_params* params, size_t struct_size);
+static inline lmrt_status lmrt_chat_template_params_init(lmrt_chat_template_params* params) {
+  return lmrt_chat_template_params_init_sized(params, sizeof *params);
+}
+
+/* Renders a chat as the model was trained to read it, byte for byte as Hugging Face transformers'
+ * apply_chat_template(messages, tools=..., add_generation_prompt=..., **extra) does: Jinja2 with
+ * trim_blocks and lstrip_blocks, raise_exception, strftime_now and transformers' tojson.
+ * model: the template and special tokens come from it; may be NULL when params->template_text is
+ * set. messages_json: a JSON array of OpenAI-style messages ({"role", "content", "tool_calls", ...}).
+ * params: NULL for defaults. The text is written to buf NUL-terminated and its length (without the
+ * NUL) to *len; when capacity is too small, *len receives the length and BUFFER_TOO_SMALL is
+ * returned (buf may be NULL when capacity is 0). err/err_size: optional message buffer.
+ * Thread-safe: any number of threads may render with the same model at once.
+ * Errors: INVALID_ARGUMENT (NULL messages or len, malformed JSON, no model and no template, the
+ * model has no such template), BAD_FORMAT (the template does not parse or fails while rendering:
+ * the message names the line and construct; a template's own raise_exception("...") gives
+ * "raise_exception: ..."), BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_chat_apply_template(const lmrt_model* model, const char* messages_json,
+                                              const lmrt_chat_template_params* params, char* buf, size_t capacity,
+                                              size_t* len, char* err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif
