@@ -28,7 +28,8 @@ static_assert(offsetof(lmrt_model_info, n_params) == 168 && offsetof(lmrt_model_
 static_assert(sizeof(lmrt_token_event) == 48 && offsetof(lmrt_token_event, text) == 8 &&
               offsetof(lmrt_token_event, index) == 24 && offsetof(lmrt_token_event, logprobs) == 40);
 static_assert(sizeof(lmrt_token_logprobs) == 172 && offsetof(lmrt_token_logprobs, top) == 12);
-static_assert(sizeof(lmrt_generate_request) == 176 && offsetof(lmrt_generate_request, cache) == 144 &&
+static_assert(sizeof(lmrt_generate_request) == 192 && offsetof(lmrt_generate_request, cache) == 144 &&
+              offsetof(lmrt_generate_request, grammar) == 176 && offsetof(lmrt_generate_request, json_schema) == 184 &&
               offsetof(lmrt_generate_request, plugins) == 152 &&
               offsetof(lmrt_generate_request, n_stop_criteria) == 168 && offsetof(lmrt_generate_request, prompt) == 8 &&
               offsetof(lmrt_generate_request, parse_special) == 28 && offsetof(lmrt_generate_request, seed) == 48 &&

@@ -420,6 +420,14 @@ typedef struct lmrt_generate_request {
   const struct lmrt_plugin_host* plugins;
   const char* const* stop_criteria;
   size_t n_stop_criteria;
+  /* Constrained generation (at most one of the two; NULL (default): none). The output follows
+   * `grammar`, llama.cpp's GBNF (start rule `root`), or is JSON valid against `json_schema` (JSON
+   * Schema text; "{\"type\":\"object\"}" asks for any JSON object). End of generation comes only
+   * where the grammar is complete. The grammar sampler goes first in the chain, or where the
+   * `samplers` spec names `grammar`. A grammar the parser refuses is INVALID_ARGUMENT with line:col;
+   * not with beam search. */
+  const char* grammar;
+  const char* json_schema;
 } lmrt_generate_request;
 
 /* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets
