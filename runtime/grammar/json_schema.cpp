@@ -89,7 +89,7 @@ std::string digits_class(char lo, char hi) {
 std::string same_length_range(const std::string& lo, const std::string& hi) {
   if (lo.size() == 1) return digits_class(lo[0], hi[0]);
   const std::string rest_lo = lo.substr(1), rest_hi = hi.substr(1);
-  if (lo[0] == hi[0]) return digits_class(lo[0], lo[0]) + " " + same_length_range(rest_lo, rest_hi);
+  if (lo[0] == hi[0]) return digits_class(lo[0], lo[0]) + " (" + same_length_range(rest_lo, rest_hi) + ")";
   const std::string nines(rest_lo.size(), '9'), zeros(rest_lo.size(), '0');
   std::vector<std::string> alts;
   alts.push_back(digits_class(lo[0], lo[0]) + " (" + same_length_range(rest_lo, nines) + ")");
@@ -215,7 +215,7 @@ class SchemaTranslator {
     if (!s.is_object()) return fail(path, "a schema must be an object or a boolean");
     for (const char* k : {"pattern", "not", "if", "then", "else", "patternProperties", "dependentRequired",
                           "dependentSchemas", "propertyNames", "contains", "uniqueItems", "multipleOf", "minProperties",
-                          "maxProperties", "unevaluatedProperties", "unevaluatedItems"}) {
+                          "unevaluatedProperties", "unevaluatedItems"}) {
       if (s.contains(k) && !(std::string(k) == "uniqueItems" && s[k] == false))
         return fail(path, std::string("'") + k + "' is not supported");
     }
@@ -413,24 +413,34 @@ class SchemaTranslator {
       if (s.contains("additionalProperties") && s["additionalProperties"].is_object())
         LMRT_RETURN_IF_ERROR(
             visit(s["additionalProperties"], hint + "-additional", path + "/additionalProperties", depth + 1, &value));
-      extra = use("json-string") + " \":\" " + use("ws") + " " + value;
+      // Extra member names: 1..32 characters (a subset), so a model cannot wander off in a name.
+      extra = "\"\\\"\" " + use("json-char") + "{1,32} \"\\\"\" \":\" " + use("ws") + " " + value;
     }
+    // maxProperties bounds the extra members (the declared ones must all fit under it).
+    int64_t max_props = -1;
+    LMRT_RETURN_IF_ERROR(count(s, "maxProperties", path, -1, &max_props));
+    const int64_t declared = static_cast<int64_t>(req_members.size() + opt_members.size());
+    if (max_props >= 0 && declared > max_props)
+      return fail(path, "maxProperties below the number of declared properties is not supported");
+    const int64_t extra_max = max_props < 0 ? -1 : max_props - declared;
+    if (extra_max == 0) extra.clear();
     const std::string sep = "\",\" " + use("ws") + " ";
     std::string body = "\"{\" " + use("ws") + " ";
     if (!req_members.empty()) {
       for (size_t i = 0; i < req_members.size(); ++i) body += (i ? sep : "") + req_members[i] + " ";
       for (const std::string& m : opt_members) body += "(" + sep + m + ")? ";
-      if (!extra.empty()) body += "(" + sep + extra + ")* ";
+      if (!extra.empty()) body += repeated(sep + extra, 0, extra_max) + " ";
     } else {
       // No member is required: the first one present is any optional one (or an extra member).
       std::vector<std::string> firsts;
       for (size_t i = 0; i < opt_members.size(); ++i) {
         std::string alt = opt_members[i] + " ";
         for (size_t j = i + 1; j < opt_members.size(); ++j) alt += "(" + sep + opt_members[j] + ")? ";
-        if (!extra.empty()) alt += "(" + sep + extra + ")* ";
+        if (!extra.empty()) alt += repeated(sep + extra, 0, extra_max) + " ";
         firsts.push_back(alt);
       }
-      if (!extra.empty()) firsts.push_back(extra + " (" + sep + extra + ")* ");
+      if (!extra.empty())
+        firsts.push_back(extra + " " + repeated(sep + extra, 0, extra_max < 0 ? -1 : extra_max - 1) + " ");
       if (!firsts.empty()) {
         std::string alts;
         for (const std::string& f : firsts) alts += (alts.empty() ? "" : " | ") + f;

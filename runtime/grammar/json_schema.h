@@ -4,11 +4,11 @@
 //
 // Supported: type (one or a list), properties (emitted in the schema's order: required first,
 // then the optional ones), required, additionalProperties (false or absent: none; true or a
-// schema: extra members after the declared ones), enum, const, items, prefixItems, minItems,
-// maxItems, $ref to "#/..." (recursion allowed), $defs/definitions, anyOf, oneOf, allOf with one
-// member, string minLength/maxLength, format (date, time, date-time, uuid, email), integer and
-// number minimum/maximum/exclusiveMinimum/exclusiveMaximum. Anything else that constrains the
-// value (pattern, not, if/then, ...) is refused with an error naming the keyword.
+// schema: extra members, named in 1..32 characters, after the declared ones; maxProperties bounds them), enum, const,
+// items, prefixItems, minItems, maxItems, $ref to "#/..." (recursion allowed), $defs/definitions, anyOf, oneOf, allOf
+// with one member, string minLength/maxLength, format (date, time, date-time, uuid, email), integer and number
+// minimum/maximum/exclusiveMinimum/exclusiveMaximum. Anything else that constrains the value (pattern, not, if/then,
+// ...) is refused with an error naming the keyword.
 #pragma once
 
 #include <string>

@@ -177,7 +177,41 @@ bool GrammarMatcher::can_continue() const {
   return false;
 }
 
+// The state as text: the partial character, then each stack's element positions top to bottom.
+// False when it is too large to be worth caching.
+bool GrammarMatcher::state_key(std::string* key) const {
+  key->clear();
+  auto put = [&](uint32_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(state_.partial);
+  put(static_cast<uint32_t>(state_.need) << 8 | state_.length);
+  for (int32_t s : state_.stacks) {
+    for (int32_t n = s; n >= 0; n = arena_[static_cast<size_t>(n)].parent) {
+      put(arena_[static_cast<size_t>(n)].pos);
+      if (key->size() > kMaxMaskKeyWords * sizeof(uint32_t)) return false;
+    }
+    put(0xFFFFFFFFu);
+  }
+  return true;
+}
+
 void GrammarMatcher::fill_mask(const TokenTrie& trie, std::vector<uint8_t>* allowed) {
+  const bool cacheable = state_key(&key_);
+  if (cacheable) {
+    auto it = mask_cache_.find(key_);
+    if (it != mask_cache_.end()) {
+      ++cache_hits_;
+      *allowed = it->second;
+      return;
+    }
+  }
+  walk_trie(trie, allowed);
+  if (cacheable) {
+    if (mask_cache_.size() >= kMaxCachedMasks) mask_cache_.clear();
+    mask_cache_.emplace(key_, *allowed);
+  }
+}
+
+void GrammarMatcher::walk_trie(const TokenTrie& trie, std::vector<uint8_t>* allowed) {
   allowed->assign(static_cast<size_t>(trie.n_vocab()), 0);
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
   if (by_depth_.size() < trie.max_depth() + 1) by_depth_.resize(trie.max_depth() + 1);

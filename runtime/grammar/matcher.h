@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/grammar/grammar.h"
@@ -22,6 +24,8 @@
 namespace lmrt {
 
 inline constexpr size_t kMaxMatcherStacks = 4096;  // parses kept alive at once; more is refused
+inline constexpr size_t kMaxCachedMasks = 64;      // masks remembered per matcher
+inline constexpr size_t kMaxMaskKeyWords = 256;    // larger states are not cached
 
 class GrammarMatcher {
  public:
@@ -38,7 +42,11 @@ class GrammarMatcher {
   bool can_continue() const;
   // allowed[id] = 1 for every token of the trie whose bytes the grammar allows next, else 0
   // (allowed is resized to the trie's vocabulary). End-of-generation tokens are the caller's.
+  // The mask depends only on the state (every stack's elements and a pending partial character),
+  // which recurs often (each character inside a string), so masks of small states are cached.
+  // One trie per matcher: the cache assumes the same trie on every call.
   void fill_mask(const TokenTrie& trie, std::vector<uint8_t>* allowed);
+  size_t mask_cache_hits() const { return cache_hits_; }
   // Back to the start of the grammar.
   void reset();
 
@@ -60,6 +68,8 @@ class GrammarMatcher {
   void expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, int depth);
   bool step(const State& from, uint8_t byte, State* to);
   bool run(std::string_view bytes, State* scratch_a, State* scratch_b, State** result);
+  bool state_key(std::string* key) const;
+  void walk_trie(const TokenTrie& trie, std::vector<uint8_t>* allowed);
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Node> arena_;
@@ -67,8 +77,11 @@ class GrammarMatcher {
   State scratch_[2];
   std::vector<State> by_depth_;    // fill_mask: the state after each trie depth
   std::vector<size_t> arena_end_;  // fill_mask: arena size once by_depth_[d] was made
-  bool overflow_ = false;          // the last step went beyond the limits
-  int32_t committed_nodes_ = 0;    // arena_ nodes the current state may use
+  std::unordered_map<std::string, std::vector<uint8_t>> mask_cache_;
+  std::string key_;
+  size_t cache_hits_ = 0;
+  bool overflow_ = false;        // the last step went beyond the limits
+  int32_t committed_nodes_ = 0;  // arena_ nodes the current state may use
 };
 
 }  // namespace lmrt
