@@ -88,6 +88,9 @@ std::string digits_class(char lo, char hi) {
 // Decimal strings of the same length n of every number in [lo, hi] (lo, hi given as n digits).
 std::string same_length_range(const std::string& lo, const std::string& hi) {
   if (lo.size() == 1) return digits_class(lo[0], hi[0]);
+  // A full span is one class: without this the two outer branches would each recurse on it.
+  if (lo.find_first_not_of('0') == std::string::npos && hi.find_first_not_of('9') == std::string::npos)
+    return "[0-9]{" + std::to_string(lo.size()) + "}";
   const std::string rest_lo = lo.substr(1), rest_hi = hi.substr(1);
   if (lo[0] == hi[0]) return digits_class(lo[0], lo[0]) + " (" + same_length_range(rest_lo, rest_hi) + ")";
   const std::string nines(rest_lo.size(), '9'), zeros(rest_lo.size(), '0');
