@@ -6,6 +6,7 @@
 #include "runtime/generate/cached_generation.h"
 #include "runtime/sampling/chain_from_params.h"
 #include "runtime/util/utf8.h"
+#include "runtime/sampling/grammar_sampler.h"
 
 using lmrt::Code;
 using lmrt::Status;
@@ -14,7 +15,8 @@ using namespace lmrt::abi;
 namespace lmrt::abi {
 uint64_t resolve_seed(uint64_t seed);  // sampler_api.cpp
 Status build_chain(const std::string& spec, uint64_t seed, const lmrt_plugin_host* host,
-                   const lmrt::TokenTextSource* vocab, std::unique_ptr<lmrt::SamplerChain>* out);
+                   const lmrt::TokenTextSource* vocab, std::unique_ptr<lmrt::SamplerChain>* out,
+                   const lmrt::Sampler* grammar = nullptr);
 }  // namespace lmrt::abi
 
 namespace {
@@ -28,13 +30,13 @@ const lmrt_token_logprobs* as_c(const lmrt::TokenLogprobs* p) {
   return reinterpret_cast<const lmrt_token_logprobs*>(p);
 }
 
-// The chain a request asks for (see lmrt_generate_request).
-Status request_chain(const lmrt_generate_request& req, const lmrt_model& model,
-                     std::unique_ptr<lmrt::SamplerChain>* out) {
+// The chain the request's sampler fields ask for, before any grammar.
+Status request_chain_without_grammar(const lmrt_generate_request& req, const lmrt_model& model,
+                                     const lmrt::Sampler* grammar, std::unique_ptr<lmrt::SamplerChain>* out) {
   if (req.sampler != nullptr) return req.sampler->chain->clone(out);
   const uint64_t seed = resolve_seed(req.seed);
   if (req.samplers != nullptr && req.samplers[0] != '\0')
-    return build_chain(req.samplers, seed, req.plugins, model.text_source.get(), out);
+    return build_chain(req.samplers, seed, req.plugins, model.text_source.get(), out, grammar);
   lmrt::SamplingParams p;
   p.temperature = req.temperature;
   p.top_k = req.top_k;
@@ -50,6 +52,32 @@ Status request_chain(const lmrt_generate_request& req, const lmrt_model& model,
   for (uint32_t i = 0; i < req.n_logit_bias; ++i)
     p.logit_bias.push_back({req.logit_bias[i].token, req.logit_bias[i].bias});
   return lmrt::make_chain_from_params(p, seed, out);
+}
+
+// The grammar sampler of a request's grammar or json_schema field; null when it has neither.
+Status request_grammar(const lmrt_generate_request& req, lmrt_model& model, std::unique_ptr<lmrt::Sampler>* out) {
+  if (req.grammar != nullptr && req.json_schema != nullptr)
+    return lmrt::Error(Code::invalid_argument, "give grammar or json_schema, not both");
+  if (req.grammar == nullptr && req.json_schema == nullptr) return Status::Ok();
+  std::shared_ptr<const lmrt::TokenTrie> trie;
+  {
+    std::lock_guard<std::mutex> lock(model.token_trie_mu);
+    if (model.token_trie == nullptr) LMRT_RETURN_IF_ERROR(lmrt::make_token_trie(*model.tokenizer, &model.token_trie));
+    trie = model.token_trie;
+  }
+  const bool schema = req.json_schema != nullptr;
+  return lmrt::make_grammar_sampler_from_text(schema ? req.json_schema : req.grammar, schema, std::move(trie), out);
+}
+
+// The chain a request asks for (see lmrt_generate_request), with its grammar sampler first unless
+// the spec places it.
+Status request_chain(const lmrt_generate_request& req, lmrt_model& model, std::unique_ptr<lmrt::SamplerChain>* out) {
+  std::unique_ptr<lmrt::Sampler> grammar;
+  LMRT_RETURN_IF_ERROR(request_grammar(req, model, &grammar));
+  LMRT_RETURN_IF_ERROR(request_chain_without_grammar(req, model, grammar.get(), out));
+  if (grammar != nullptr && !(*out)->contains("grammar"))
+    LMRT_RETURN_IF_ERROR((*out)->insert_front(std::move(grammar)));
+  return Status::Ok();
 }
 
 // The event for `text` and the tokens [first, first + count) of the result so far.
@@ -182,7 +210,11 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         r.top_logprobs = req.logprobs;
         r.context_shift = req.context_shift != 0;
         r.n_keep = req.n_keep;
-        if (req.n_beams >= 1) return run_beam_search(ctx, req, r, on_token, user_data, result);
+        if (req.n_beams >= 1) {
+          if (req.grammar != nullptr || req.json_schema != nullptr)
+            return lmrt::Error(Code::invalid_argument, "a grammar or json_schema does not combine with beam search");
+          return run_beam_search(ctx, req, r, on_token, user_data, result);
+        }
         std::unique_ptr<lmrt::SamplerChain> chain;
         LMRT_RETURN_IF_ERROR(request_chain(req, *ctx->model, &chain));
         r.sampler = chain.get();

@@ -15,6 +15,7 @@
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
 #include "runtime/generate/tokenizer_text_source.h"
+#include "runtime/grammar/token_trie.h"
 #include "runtime/model/llama_model.h"
 #include "runtime/plugins/plugin_host.h"
 #include "runtime/sampling/builtin_samplers.h"
@@ -55,6 +56,9 @@ struct lmrt_model {
   std::array<uint8_t, 32> fingerprint{};                   // for response-cache keys
   std::unique_ptr<lmrt::TokenizerTextSource> text_source;  // token text for plugins
   double load_ms = 0;
+  // The vocabulary's byte trie for grammar samplers, built on first use and shared by them.
+  std::mutex token_trie_mu;
+  std::shared_ptr<const lmrt::TokenTrie> token_trie;
 
   void set_error(const std::string& message) const { errors.set(message); }
   const char* last_error() const { return errors.get(); }

@@ -34,8 +34,9 @@ static_assert(sizeof(lmrt_tokenizer_info) == 164 && offsetof(lmrt_tokenizer_info
 static_assert(sizeof(lmrt_token_event) == 48 && offsetof(lmrt_token_event, text) == 8 &&
               offsetof(lmrt_token_event, index) == 24 && offsetof(lmrt_token_event, logprobs) == 40);
 static_assert(sizeof(lmrt_token_logprobs) == 172 && offsetof(lmrt_token_logprobs, top) == 12);
-static_assert(sizeof(lmrt_generate_request) == 192 && offsetof(lmrt_generate_request, prompt_tokens) == 176 &&
-              offsetof(lmrt_generate_request, n_prompt_tokens) == 184 &&
+static_assert(sizeof(lmrt_generate_request) == 208 && offsetof(lmrt_generate_request, prompt_tokens) == 176 &&
+              offsetof(lmrt_generate_request, n_prompt_tokens) == 184 && offsetof(lmrt_generate_request, grammar) == 192 &&
+              offsetof(lmrt_generate_request, json_schema) == 200 &&
               offsetof(lmrt_generate_request, cache) == 144 && offsetof(lmrt_generate_request, plugins) == 152 &&
               offsetof(lmrt_generate_request, n_stop_criteria) == 168 && offsetof(lmrt_generate_request, prompt) == 8 &&
               offsetof(lmrt_generate_request, parse_special) == 28 && offsetof(lmrt_generate_request, seed) == 48 &&

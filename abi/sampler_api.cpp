@@ -6,6 +6,7 @@
 #include "lmrt/lmrt.h"
 #include "runtime/sampling/builtin_samplers.h"
 #include "runtime/sampling/sampler_registry.h"
+#include "runtime/sampling/sampler_spec.h"
 
 using lmrt::Code;
 using lmrt::Status;
@@ -20,13 +21,23 @@ uint64_t resolve_seed(uint64_t seed) {
 }
 
 Status build_chain(const std::string& spec, uint64_t seed, const lmrt_plugin_host* host,
-                   const lmrt::TokenTextSource* vocab, std::unique_ptr<lmrt::SamplerChain>* out) {
+                   const lmrt::TokenTextSource* vocab, std::unique_ptr<lmrt::SamplerChain>* out,
+                   const lmrt::Sampler* grammar = nullptr) {
   lmrt::SamplerRegistry registry;
   if (host != nullptr) {
     LMRT_RETURN_IF_ERROR(host->host->make_sampler_registry(vocab, &registry));
   } else {
     LMRT_RETURN_IF_ERROR(lmrt::register_builtin_samplers(registry));
   }
+  // `grammar` in a spec marks where the request's grammar sampler goes.
+  LMRT_RETURN_IF_ERROR(
+      registry.add("grammar", [grammar](const lmrt::SamplerSpec& item, std::unique_ptr<lmrt::Sampler>* s) -> Status {
+        if (!item.args.empty()) return lmrt::Error(Code::invalid_argument, "grammar: takes no parameters");
+        if (grammar == nullptr)
+          return lmrt::Error(Code::invalid_argument,
+                             "grammar: the chain names 'grammar' but the request gives no grammar or json_schema");
+        return grammar->clone(s);
+      }));
   return lmrt::SamplerChain::parse(spec, registry, seed, out);
 }
 

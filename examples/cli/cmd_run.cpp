@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,16 @@ std::string result_json(lmrt_model* model, const lmrt_generate_result& res) {
 // The spec parser's number syntax (runtime/sampling/sampler_spec.h), so "--top-p X" and "top_p(X)"
 // accept the same texts; the ranges are checked by the library when it builds the chain.
 bool parse_float(const std::string& text, float* out) { return lmrt::parse_float_text(text, out); }
+
+// The whole file as text; false when it cannot be read.
+bool read_text_file(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return !in.bad();
+}
 
 // Fills the sampling, stop, logprob, beam and context-shift fields from the options; prints the
 // error and returns false for a bad value.
@@ -209,6 +221,9 @@ int cmd_run(int argc, char** argv) {
       {"cache", "", true},
       {"plugin", "", true},
       {"stop-plugin", "", true},
+      {"grammar", "", true},
+      {"json-schema", "", true},
+      {"json-object", "", false},
   };
   if (!cli::parse_args(argc, argv, 2, spec, &args, &error)) {
     cli::print_error("run", error);
@@ -288,6 +303,25 @@ int cmd_run(int argc, char** argv) {
     }
   }
 
+  // Constrained generation: a GBNF file, a JSON Schema file, or any JSON object.
+  std::string grammar_text, schema_text;
+  const int n_constraints =
+      (args.has("grammar") ? 1 : 0) + (args.has("json-schema") ? 1 : 0) + (args.has("json-object") ? 1 : 0);
+  std::string grammar_error;
+  if (n_constraints > 1) grammar_error = "give only one of --grammar, --json-schema, --json-object";
+  if (args.has("grammar") && !read_text_file(args.get("grammar"), &grammar_text))
+    grammar_error = "cannot read the grammar file '" + args.get("grammar") + "'";
+  if (args.has("json-schema") && !read_text_file(args.get("json-schema"), &schema_text))
+    grammar_error = "cannot read the JSON Schema file '" + args.get("json-schema") + "'";
+  if (args.has("json-object")) schema_text = R"({"type":"object"})";
+  if (!grammar_error.empty()) {
+    cli::print_error("run", grammar_error);
+    if (plugins != nullptr) lmrt_plugin_host_free(plugins);
+    lmrt_context_free(ctx);
+    lmrt_model_close(model);
+    return 2;
+  }
+
   const std::string prompt = args.get("prompt");
   lmrt_generate_request req;
   lmrt_generate_request_init(&req);
@@ -296,6 +330,8 @@ int cmd_run(int argc, char** argv) {
   req.max_tokens = static_cast<int32_t>(n);
   req.add_bos = args.has("no-bos") ? 0 : 1;
   req.parse_special = args.has("special") ? 1 : 0;
+  if (args.has("grammar")) req.grammar = grammar_text.c_str();
+  if (args.has("json-schema") || args.has("json-object")) req.json_schema = schema_text.c_str();
   std::vector<lmrt_logit_bias> biases;
   std::vector<std::string> stop_strings;
   std::vector<const char*> stops;

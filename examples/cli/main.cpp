@@ -17,6 +17,8 @@ void usage(FILE* out) {
       "            --stop STR (repeatable) --logprobs N --beams K [--length-penalty L]\n"
       "            --context-shift [--keep N] --no-bos --special --kv-f32 --cache FILE\n"
       "            --plugin FILE (repeatable) --stop-plugin SPEC (e.g. 'regex(pattern=\"[.!?]\")')\n"
+      "            constrained: --grammar FILE.gbnf | --json-schema FILE.json | --json-object (any JSON\n"
+      "              object; --json is the run's JSON output) ('grammar' in --samplers places it)\n"
       "  info      -m MODEL [--json]                                          model summary\n"
       "  tokenize  -m MODEL (-p TEXT | -f FILE) [--no-bos] [--special]       print token ids\n"
       "  template  -m MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt]\n"

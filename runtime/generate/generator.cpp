@@ -87,7 +87,7 @@ Status generate(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, 
   const int32_t n_vocab = static_cast<int32_t>(ctx.model().hparams().n_vocab);
   if (req.sampler != nullptr) {
     LMRT_RETURN_IF_ERROR(req.sampler->reserve(n_vocab));
-    for (int32_t t : prompt) LMRT_RETURN_IF_ERROR(req.sampler->accept(t));
+    for (int32_t t : prompt) LMRT_RETURN_IF_ERROR(req.sampler->accept_prompt(t));
   }
 
   // Everything the loop needs is reserved here, so decoding a token allocates nothing (up to n_ctx

@@ -51,6 +51,9 @@ class Sampler {
     (void)token;
     return Status::Ok();
   }
+  // False for a sampler that follows only the generated text (a grammar): prompt tokens are then
+  // not accepted into it (SamplerChain::accept_prompt).
+  virtual bool learns_prompt() const { return true; }
   // Forgets the accepted history.
   virtual void reset() {}
   // An independent copy with the same parameters and the same history.

@@ -99,6 +99,31 @@ Status SamplerChain::accept(int32_t token) {
   return Status::Ok();
 }
 
+Status SamplerChain::accept_prompt(int32_t token) {
+  if (token < 0 || (n_vocab_ > 0 && token >= n_vocab_)) {
+    return Error(Code::invalid_argument, "accept: token " + std::to_string(token) + " is outside the vocabulary");
+  }
+  for (const auto& s : samplers_)
+    if (s->learns_prompt()) LMRT_RETURN_IF_ERROR(s->accept(token));
+  return Status::Ok();
+}
+
+Status SamplerChain::insert_front(std::unique_ptr<Sampler> first) {
+  if (first == nullptr) return Error(Code::invalid_argument, "sampler chain: null sampler");
+  if (first->always_selects())
+    return Error(Code::invalid_argument, "sampler chain: a selecting sampler cannot go first");
+  if (n_vocab_ > 0) LMRT_RETURN_IF_ERROR(first->reserve(n_vocab_));
+  canonical_ = first->canonical_text() + (canonical_.empty() ? "" : " ") + canonical_;
+  samplers_.insert(samplers_.begin(), std::move(first));
+  return Status::Ok();
+}
+
+bool SamplerChain::contains(std::string_view name) const {
+  for (const auto& s : samplers_)
+    if (s->name() == name) return true;
+  return false;
+}
+
 void SamplerChain::reset() {
   for (const auto& s : samplers_) s->reset();
   rng_.reseed(seed_);

@@ -56,6 +56,12 @@ class SamplerChain {
   Status sample(const float* logits, int32_t n_vocab, int32_t* token);
   // Records a token of the sequence (prompt tokens too, if they should count for penalties).
   Status accept(int32_t token);
+  // Records a prompt token: like accept() for the samplers that learn the prompt (learns_prompt()).
+  Status accept_prompt(int32_t token);
+  // Puts `first` at the front of the chain (a grammar sampler given with a request).
+  Status insert_front(std::unique_ptr<Sampler> first);
+  // True when a sampler with this name is in the chain.
+  bool contains(std::string_view name) const;
   // Clears history and reseeds the Rng with seed(): the chain then behaves as freshly created.
   void reset();
   // Sets a new seed and restarts the Rng stream from it (history is kept).

@@ -569,6 +569,14 @@ typedef struct lmrt_generate_request {
    * markers are control tokens while message text stays text. Ids must be in [0, n_vocab). */
   const int32_t* prompt_tokens;
   size_t n_prompt_tokens;
+  /* Constrained generation (at most one of the two; NULL (default): none). The output follows
+   * `grammar`, llama.cpp's GBNF (start rule `root`), or is JSON valid against `json_schema` (JSON
+   * Schema text; "{\"type\":\"object\"}" asks for any JSON object). End of generation comes only
+   * where the grammar is complete. The grammar sampler goes first in the chain, or where the
+   * `samplers` spec names `grammar`. A grammar the parser refuses is INVALID_ARGUMENT with line:col;
+   * not with beam search. */
+  const char* grammar;
+  const char* json_schema;
 } lmrt_generate_request;
 
 /* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets
