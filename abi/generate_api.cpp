@@ -5,8 +5,8 @@
 #include "runtime/generate/beam_search.h"
 #include "runtime/generate/cached_generation.h"
 #include "runtime/sampling/chain_from_params.h"
-#include "runtime/util/utf8.h"
 #include "runtime/sampling/grammar_sampler.h"
+#include "runtime/util/utf8.h"
 
 using lmrt::Code;
 using lmrt::Status;

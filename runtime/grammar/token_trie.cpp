@@ -63,13 +63,13 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces, const std::vector<i
   }
 }
 
-Status make_token_trie(const SpmTokenizer& tok, std::shared_ptr<const TokenTrie>* out) {
+Status make_token_trie(const Tokenizer& tok, std::shared_ptr<const TokenTrie>* out) {
   std::vector<std::string> pieces(static_cast<size_t>(tok.n_vocab()));
   std::vector<int32_t> end_ids;
   for (int32_t id = 0; id < tok.n_vocab(); ++id) {
     if (tok.is_eog(id)) end_ids.push_back(id);
     if (tok.is_control(id)) continue;
-    LMRT_RETURN_IF_ERROR(tok.token_to_piece(id, &pieces[static_cast<size_t>(id)]));
+    LMRT_RETURN_IF_ERROR(tok.token_to_bytes(id, &pieces[static_cast<size_t>(id)]));
   }
   *out = std::make_shared<const TokenTrie>(pieces, end_ids);
   return Status::Ok();

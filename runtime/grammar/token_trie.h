@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tokenizer/spm_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
@@ -46,6 +46,6 @@ class TokenTrie {
 
 // The trie of a tokenizer's vocabulary: each token's piece as generate() emits it; control tokens
 // have no bytes (they are never allowed by a grammar), end-of-generation tokens are marked.
-Status make_token_trie(const SpmTokenizer& tok, std::shared_ptr<const TokenTrie>* out);
+Status make_token_trie(const Tokenizer& tok, std::shared_ptr<const TokenTrie>* out);
 
 }  // namespace lmrt

@@ -18,7 +18,7 @@
 #include "runtime/grammar/matcher.h"
 #include "runtime/grammar/token_trie.h"
 #include "runtime/model/gguf_file.h"
-#include "runtime/tokenizer/spm_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/vocab.h"
 
 using namespace lmrt;
@@ -49,11 +49,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<GgufFile> gguf;
-  Vocab vocab;
-  std::unique_ptr<SpmTokenizer> tok;
+  std::unique_ptr<Tokenizer> tok;
   Status s = GgufFile::open(argv[1], true, &gguf);
-  if (s.ok()) s = Vocab::from_gguf(*gguf, &vocab);
-  if (s.ok()) s = SpmTokenizer::create(std::move(vocab), &tok);
+  if (s.ok()) s = Tokenizer::from_gguf(*gguf, &tok);
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", s.message().c_str());
     return 1;

@@ -13,7 +13,7 @@
 #include "runtime/chat/jinja_interpreter.h"
 #include "runtime/chat/jinja_parser.h"
 #include "runtime/model/gguf_file.h"
-#include "runtime/model/gguf_writer.h"
+#include "tools/gguf_writer.h"
 #include "test_support.h"
 
 namespace lmrt {

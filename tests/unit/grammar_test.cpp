@@ -16,7 +16,7 @@
 #include "runtime/grammar/matcher.h"
 #include "runtime/grammar/token_trie.h"
 #include "runtime/model/gguf_file.h"
-#include "runtime/tokenizer/spm_tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/vocab.h"
 #include "test_support.h"
 
@@ -182,16 +182,13 @@ TEST(GrammarMatcher, RightRecursionAndStarsStayFlat) {
   EXPECT_FALSE(full_match(g, text + "yy", 64));
 }
 
-std::unique_ptr<SpmTokenizer> story_tokenizer() {
+std::unique_ptr<Tokenizer> story_tokenizer() {
   std::unique_ptr<GgufFile> gguf;
   Status s = GgufFile::open(test::model_path("stories260K.gguf"), true, &gguf);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return nullptr;
-  Vocab vocab;
-  s = Vocab::from_gguf(*gguf, &vocab);
-  EXPECT_TRUE(s.ok()) << s.message();
-  std::unique_ptr<SpmTokenizer> tok;
-  s = SpmTokenizer::create(std::move(vocab), &tok);
+  std::unique_ptr<Tokenizer> tok;
+  s = Tokenizer::from_gguf(*gguf, &tok);
   EXPECT_TRUE(s.ok()) << s.message();
   return tok;
 }
