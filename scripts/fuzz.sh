@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ with Debian's clang (ASan + UBSan) and runs each for a
 # fixed time from its seed corpus (tests/fuzz/seeds/<target>/, plus stories260K.gguf for the GGUF
-# reader when ../shared is there). Prints executions and coverage per target; a crash, leak or
+# reader when ../shared is there). Targets: the GGUF reader, both tokenizers (SentencePiece and
+# byte-level BPE), the sampler spec parser, the plugin config parser, the chat template renderer and the
+# server's request parsing. Prints executions and coverage per target; a crash, leak or
 # sanitizer report fails the script and leaves the input in the build folder (turn it into a
 # regression test in tests/unit/, then add it to the seeds).
 # Usage: scripts/fuzz.sh [BUILD_DIR]   (LMRT_FUZZ_SECONDS per target, default 20; CLANGXX, default clang++)
@@ -14,34 +16,57 @@ shared=${LMRT_SHARED_DIR:-$root/../shared}
 mkdir -p "$out/obj"
 
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-  -I"$root" -I"$root/abi/include" -DLMRT_FUZZ_DEFAULT_MODEL="\"$shared/models/stories260K.gguf\"")
+  -I"$root" -I"$root/abi/include")
 
 # The library sources each target reaches (compiled once, with fuzzer instrumentation).
-reader=(runtime/model/gguf_file.cpp runtime/util/mapped_file.cpp formats/tensor_type.cpp runtime/tokenizer/vocab.cpp
-  runtime/tokenizer/spm_tokenizer.cpp runtime/util/utf8.cpp)
+reader=(runtime/model/gguf_file.cpp runtime/util/mapped_file.cpp runtime/tokenizer/vocab.cpp
+  runtime/tokenizer/tokenizer.cpp runtime/tokenizer/spm_tokenizer.cpp runtime/tokenizer/bpe_tokenizer.cpp
+  runtime/tokenizer/bpe_pretokenizer.cpp runtime/tokenizer/byte_level.cpp runtime/util/utf8.cpp)
+# The type table (formats/tensor_type.cpp) and the row functions it names (formats/*.cpp).
+formats=()
+for f in "$root"/formats/*.cpp; do formats+=("formats/$(basename "$f")"); done
 spec=(runtime/sampling/sampler_spec.cpp runtime/plugins/plugin_config.cpp)
+chat=()
+for f in "$root"/runtime/chat/*.cpp; do chat+=("runtime/chat/$(basename "$f")"); done
 declare -A sources=(
-  [fuzz_gguf]="${reader[*]}"
-  [fuzz_spm_tokenizer]="${reader[*]}"
+  [fuzz_gguf]="${reader[*]} ${formats[*]}"
+  [fuzz_spm_tokenizer]="${reader[*]} ${formats[*]}"
+  [fuzz_bpe_tokenizer]="${reader[*]} ${formats[*]}"
   [fuzz_sampler_spec]="${spec[*]}"
   [fuzz_plugin_config]=""
+  [fuzz_chat_template]="${chat[*]}"
+  [fuzz_server_request]="examples/server/api_request.cpp examples/server/chat_template.cpp examples/server/prompt_tokens.cpp"
 )
+# Targets built from another target's source, with their own data file.
+declare -A source_of=([fuzz_spm_tokenizer]=fuzz_tokenizer [fuzz_bpe_tokenizer]=fuzz_tokenizer)
+declare -A model_of=([fuzz_bpe_tokenizer]="$shared/vocab/llama-bpe.gguf")
+declare -A seeds_of=([fuzz_spm_tokenizer]=fuzz_tokenizer [fuzz_bpe_tokenizer]=fuzz_tokenizer)
+# The server's request parser calls the C API (lmrt_sampler_create): it links the Release library that
+# scripts/test.sh builds first (uninstrumented; the parser itself is instrumented).
+lib=${LMRT_FUZZ_LIB:-$root/build/liblmrt.so}
+declare -A extra_of=([fuzz_server_request]="-I$root/examples/server $lib -Wl,-rpath,$(dirname "$lib")")
+pcre=$(pkg-config --libs libpcre2-8)
 
 object() {  # source -> object path, rebuilt when the source or any header is newer
   local src=$1 obj="$out/obj/$(echo "$1" | tr / _).o"
   if [ ! -f "$obj" ] || [ "$root/$src" -nt "$obj" ] ||
-    [ -n "$(find "$root/runtime" "$root/formats" "$root/abi/include" -name '*.h' -newer "$obj" | head -1)" ]; then
-    "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$root/$src" -o "$obj"
+    [ -n "$(find "$root/runtime" "$root/formats" "$root/abi/include" "$root/examples/server" -name '*.h' -newer "$obj" | head -1)" ]; then
+    "$cxx" "${flags[@]}" -I"$root/examples/server" -fsanitize=fuzzer-no-link -c "$root/$src" -o "$obj"
   fi
   echo "$obj"
 }
 
-targets=(fuzz_gguf fuzz_spm_tokenizer fuzz_sampler_spec fuzz_plugin_config)
+targets=(fuzz_gguf fuzz_spm_tokenizer fuzz_bpe_tokenizer fuzz_sampler_spec fuzz_plugin_config fuzz_chat_template
+  fuzz_server_request)
+[ -f "$lib" ] || { echo "fuzz.sh: $lib is missing (build the Release library first, or set LMRT_FUZZ_LIB)" >&2; exit 1; }
 echo "== fuzz build ($cxx) into $out"
 for t in "${targets[@]}"; do
   objs=()
   for src in ${sources[$t]}; do objs+=("$(object "$src")"); done
-  "$cxx" "${flags[@]}" -fsanitize=fuzzer "$root/tests/fuzz/$t.cpp" "${objs[@]}" -o "$out/$t"
+  model=${model_of[$t]:-$shared/models/stories260K.gguf}
+  # shellcheck disable=SC2086
+  "$cxx" "${flags[@]}" -DLMRT_FUZZ_DEFAULT_MODEL="\"$model\"" -fsanitize=fuzzer \
+    "$root/tests/fuzz/${source_of[$t]:-$t}.cpp" "${objs[@]}" ${extra_of[$t]:-} $pcre -o "$out/$t"
 done
 
 status=0
@@ -49,7 +74,7 @@ printf '%-20s %12s %8s %8s %s\n' target executions cov features result
 for t in "${targets[@]}"; do
   corpus="$out/corpus/$t"
   mkdir -p "$corpus"
-  seeds=("$root/tests/fuzz/seeds/$t")
+  seeds=("$root/tests/fuzz/seeds/${seeds_of[$t]:-$t}")
   if [ "$t" = fuzz_gguf ] && [ -f "$shared/models/stories260K.gguf" ]; then
     mkdir -p "$out/seeds-gguf" && cp "$shared/models/stories260K.gguf" "$out/seeds-gguf/"
     seeds+=("$out/seeds-gguf")
