@@ -2,7 +2,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "formats/k_quants.h"
 #include "formats/q4_0x16.h"
 #include "runtime/util/fp16.h"
 #include "simd/kernels.h"
@@ -96,39 +95,6 @@ void matmul_rows(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
     const X* xt = reinterpret_cast<const X*>(xb + t * x_row_bytes);
     for (size_t r = r0; r < r1; ++r)
       y[t * ldy + r] = Dot(reinterpret_cast<const W*>(wb + r * w_row_bytes), xt, n / kElemsPerUnit);
-  }
-}
-
-// The generic fallback for weight types without an integer kernel yet (the K-quants, Q4_1, Q5_0, Q5_1,
-// IQ4_NL, IQ4_XS until simd/quant_kernels_*.cpp land): each weight row is dequantized with the type's
-// scalar dequantize_row (formats/) a chunk at a time into a buffer on the stack and dotted with the float
-// activations, so it takes f32 input, allocates nothing and needs no per-type code. A chunk is a whole
-// number of blocks of every type (32 and 256 divide it).
-// A dot product over 8 independent partial sums (len is a multiple of 32): a single running sum would
-// make every add wait for the one before it.
-float dot_chunk(const float* w, const float* x, size_t len) {
-  float acc[8] = {};
-  for (size_t i = 0; i < len; i += 8)
-    for (size_t j = 0; j < 8; ++j) acc[j] += w[i + j] * x[i + j];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-template <TensorType kType>
-void matmul_dequantized(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
-                        size_t r0, size_t r1, float* y, size_t ldy) {
-  constexpr size_t kChunk = 512;
-  const TensorTypeTraits& tr = tensor_type_traits(kType);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float buf[kChunk];
-  for (size_t r = r0; r < r1; ++r) {
-    for (size_t t = 0; t < n_tok; ++t) y[t * ldy + r] = 0.0f;
-    for (size_t c0 = 0; c0 < n; c0 += kChunk) {
-      const size_t len = n - c0 < kChunk ? n - c0 : kChunk;
-      tr.dequantize_row(wb + r * w_row_bytes + c0 / tr.block_size * tr.block_bytes, buf, len);
-      for (size_t t = 0; t < n_tok; ++t)
-        y[t * ldy + r] += dot_chunk(buf, reinterpret_cast<const float*>(xb + t * x_row_bytes) + c0, len);
-    }
   }
 }
 

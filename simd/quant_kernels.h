@@ -66,10 +66,3 @@ LMRT_QUANT_KERNELS_DECLARE
 }  // namespace lmrt::simd
 
 #undef LMRT_QUANT_KERNELS_DECLARE
-
-// Defines an ISA namespace's matmul `name` as the scalar reference's (a type without a native kernel).
-#define LMRT_QUANT_MATMUL_FROM_SCALAR(name)                                                                          \
-  void name(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0, \
-            size_t r1, float* y, size_t ldy) {                                                                       \
-    scalar::name(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);                                          \
-  }

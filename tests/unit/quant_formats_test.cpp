@@ -160,10 +160,9 @@ TEST(Dequantize, EveryLlamaCppTypeMatchesItsF16Source) {
     std::printf("  %-7s worst relative RMS vs F16 %.4f\n", tensor_type_traits(t).name, e);
 }
 
-// Every ISA's matmul of each type (its own kernel or the scalar table's dequantizing fallback) computes
-// W x for a real llama.cpp tensor: within float rounding of the dot product of the dequantized rows with
-// the activations, in double, for activations the entry takes as floats. Rows of 768 and 960 (w320's
-// Q5_1) span more than one of the fallback's 512-element chunks, the second one partial.
+// Every ISA's matmul of each type computes W x for a real llama.cpp tensor: within float rounding of the
+// dot product, in double, of the dequantized rows with the activations as the kernel reads them (float,
+// or quantized by the same table's quantize_q8_act / quantize_q8_k, whose integer sums are exact).
 TEST(KernelTable, EveryIsaMultipliesRealTensorsOfEveryType) {
   const struct {
     const char* file;
@@ -189,15 +188,32 @@ TEST(KernelTable, EveryIsaMultipliesRealTensorsOfEveryType) {
     for (simd::Isa isa : {simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon}) {
       if (!simd::isa_available(isa)) continue;
       const simd::Matmul& mm = simd::matmul_for(simd::kernels_for(isa), t->type);
-      if (mm.input != ActivationFormat::f32) continue;  // int8 inputs: simd_kernels_test
+      const simd::Kernels& k = simd::kernels_for(isa);
+      // The input rows in the entry's format, and the values they stand for.
+      std::vector<float> xv = x;
+      std::vector<simd::BlockQ8Act> q8(n_tok * n / 32);
+      std::vector<BlockQ8_K> q8k(mm.input == ActivationFormat::q8_k ? n_tok * n / 256 : 0);
+      const void* xin = x.data();
+      size_t x_row_bytes = n * sizeof(float);
+      if (mm.input == ActivationFormat::q8_32) {
+        for (size_t tok = 0; tok < n_tok; ++tok) k.quantize_q8_act(x.data() + tok * n, q8.data() + tok * n / 32, n);
+        for (size_t i = 0; i < xv.size(); ++i) xv[i] = q8[i / 32].d * q8[i / 32].qs[i % 32];
+        xin = q8.data();
+        x_row_bytes = n / 32 * sizeof(simd::BlockQ8Act);
+      } else if (mm.input == ActivationFormat::q8_k) {
+        for (size_t tok = 0; tok < n_tok; ++tok) k.quantize_q8_k(x.data() + tok * n, q8k.data() + tok * n / 256, n);
+        for (size_t i = 0; i < xv.size(); ++i) xv[i] = q8k[i / 256].d * q8k[i / 256].qs[i % 256];
+        xin = q8k.data();
+        x_row_bytes = n / 256 * sizeof(BlockQ8_K);
+      }
       std::vector<float> y(n_tok * rows, -1.0f);
-      mm.fn(t->data, row_bytes, x.data(), n * sizeof(float), n, n_tok, 0, rows, y.data(), rows);
+      mm.fn(t->data, row_bytes, xin, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
       for (size_t tok = 0; tok < n_tok; ++tok)
         for (size_t r = 0; r < rows; ++r) {
           double want = 0.0, mag = 0.0;
           for (size_t i = 0; i < n; ++i) {
-            want += static_cast<double>(w[r * n + i]) * x[tok * n + i];
-            mag += std::fabs(static_cast<double>(w[r * n + i]) * x[tok * n + i]);
+            want += static_cast<double>(w[r * n + i]) * xv[tok * n + i];
+            mag += std::fabs(static_cast<double>(w[r * n + i]) * xv[tok * n + i]);
           }
           ASSERT_NEAR(y[tok * rows + r], want, 1e-5 * mag + 1e-6) << simd::isa_name(isa) << " t=" << tok << " r=" << r;
         }

@@ -112,7 +112,7 @@ Matrix random_matrix(TensorType type, size_t rows, size_t n, size_t pad, uint32_
           std::memcpy(row + b * sizeof blk, &blk, sizeof blk);
         }
         break;
-      default:  // the types served by the scalar table's dequantizing fallback: quant_formats_test
+      default:  // the other block types: quant_kernels_test (random blocks), quant_formats_test (real tensors)
         ADD_FAILURE() << "no random blocks of " << tensor_type_traits(type).name;
         return m;
     }
