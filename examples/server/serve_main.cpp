@@ -16,7 +16,6 @@
 #include "api_server.h"
 #include "chat_template.h"
 #include "context_pool.h"
-#include "gguf_metadata.h"
 #include "http_server.h"
 #include "serve_options.h"
 
@@ -48,13 +47,13 @@ struct Handles {
 int serve(ServeOptions opt) {
   if (opt.host == "localhost") opt.host = "127.0.0.1";  // libmicrohttpd binds numeric addresses
   ChatTemplate tmpl = ChatTemplate::kPlain;
-  if (opt.chat_template == "auto") {
-    if (auto jinja = read_gguf_string(opt.model_path, "tokenizer.chat_template")) tmpl = detect_chat_template(*jinja);
-  } else if (auto named = chat_template_from_name(opt.chat_template)) {
-    tmpl = *named;
-  } else {
-    fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama3, llama2, zephyr, plain)");
-    return 2;
+  if (opt.chat_template != "auto") {
+    if (auto named = chat_template_from_name(opt.chat_template)) {
+      tmpl = *named;
+    } else {
+      fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama3, llama2, zephyr, plain)");
+      return 2;
+    }
   }
 
   Handles h;
@@ -65,6 +64,16 @@ int serve(ServeOptions opt) {
   if (lmrt_status st = lmrt_model_open(opt.model_path.c_str(), &mp, &h.model, err, sizeof err); st != LMRT_OK) {
     fail("cannot open model " + opt.model_path + ": " + lmrt_status_str(st) + ": " + err);
     return 1;
+  }
+  if (opt.chat_template == "auto") {  // the model's own template, read through the C API's metadata
+    size_t len = 0;
+    if (lmrt_model_meta_str(h.model, "tokenizer.chat_template", nullptr, 0, &len) != LMRT_ERR_INVALID_ARGUMENT) {
+      std::string jinja(len + 1, '\0');
+      if (lmrt_model_meta_str(h.model, "tokenizer.chat_template", jinja.data(), jinja.size(), &len) == LMRT_OK) {
+        jinja.resize(len);
+        tmpl = detect_chat_template(jinja);
+      }
+    }
   }
   if (!opt.cache_path.empty()) {
     lmrt_cache_params cp;

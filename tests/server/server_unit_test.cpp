@@ -12,7 +12,6 @@
 #include "access_policy.h"
 #include "api_request.h"
 #include "chat_template.h"
-#include "gguf_metadata.h"
 #include "prompt_tokens.h"
 
 namespace server {
@@ -55,52 +54,6 @@ TEST(ServerChatTemplate, DetectsFamiliesFromJinjaMarkers) {
   EXPECT_EQ(detect_chat_template("{{ bos_token + '[INST] ' + content + ' [/INST]' }}"), ChatTemplate::kLlama2);
   EXPECT_EQ(detect_chat_template("{{ '<|user|>\n' + c + eos_token }}{{ '<|assistant|>' }}"), ChatTemplate::kZephyr);
   EXPECT_EQ(detect_chat_template("{{ messages }}"), ChatTemplate::kPlain);
-}
-
-// Writes a GGUF v3 header with a u32, a string array and the chat template, in that order, so the
-// reader has to skip values of several types to reach it.
-std::string write_gguf(const std::string& tmpl) {
-  const std::string path = testing::TempDir() + "/server_meta_test.gguf";
-  std::ofstream out(path, std::ios::binary);
-  auto u32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
-  auto u64 = [&](uint64_t v) { out.write(reinterpret_cast<const char*>(&v), 8); };
-  auto str = [&](const std::string& s) {
-    u64(s.size());
-    out.write(s.data(), static_cast<std::streamsize>(s.size()));
-  };
-  out.write("GGUF", 4);
-  u32(3);
-  u64(0);  // tensors
-  u64(3);  // keys
-  str("llama.context_length");
-  u32(4);
-  u32(512);
-  str("tokenizer.ggml.tokens");
-  u32(9);
-  u32(8);
-  u64(2);
-  str("<s>");
-  str("</s>");
-  str("tokenizer.chat_template");
-  u32(8);
-  str(tmpl);
-  return path;
-}
-
-TEST(ServerGgufMetadata, FindsTheChatTemplateAfterOtherValues) {
-  const std::string path = write_gguf("<|im_start|>{{x}}");
-  EXPECT_EQ(read_gguf_string(path, "tokenizer.chat_template").value_or("?"), "<|im_start|>{{x}}");
-  EXPECT_FALSE(read_gguf_string(path, "llama.context_length").has_value());  // not a string
-  EXPECT_FALSE(read_gguf_string(path, "missing").has_value());
-  std::remove(path.c_str());
-}
-
-TEST(ServerGgufMetadata, ReadsTheRealModelAndRejectsOtherFiles) {
-  const std::string model = shared_model("TinyStories-656K-Q8_0.gguf");
-  EXPECT_EQ(read_gguf_string(model, "general.architecture").value_or("?"), "llama");
-  EXPECT_FALSE(read_gguf_string(model, "tokenizer.chat_template").has_value());
-  EXPECT_FALSE(read_gguf_string(shared_model("stories260K.bin"), "general.architecture").has_value());
-  EXPECT_FALSE(read_gguf_string("/nonexistent/file.gguf", "general.architecture").has_value());
 }
 
 TEST(ServerApiRequest, ValidatesFieldsAndAddsTemplateStops) {
