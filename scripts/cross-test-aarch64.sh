@@ -56,7 +56,7 @@ find_package(GTest REQUIRED)
 add_executable(lmrt_arm_tests "$root/tests/unit/simd_kernels_test.cpp" "$root/tests/unit/forward_test.cpp"
   "$root/tests/unit/quant_kernels_test.cpp" "$root/tests/unit/quant_formats_test.cpp"
   "$root/tests/unit/quant_reference_test.cpp" "$root/tests/unit/arch_test.cpp" "$root/tests/test_support.cpp")
-target_link_libraries(lmrt_arm_tests PRIVATE lmrt_static GTest::gtest GTest::gtest_main)
+target_link_libraries(lmrt_arm_tests PRIVATE lmrt_tools lmrt_static GTest::gtest GTest::gtest_main)
 target_include_directories(lmrt_arm_tests PRIVATE "$root" "$root/tests")
 target_compile_definitions(lmrt_arm_tests PRIVATE LMRT_DEFAULT_SHARED_DIR="$(cd "$root/.." && pwd)/shared")
 EOF
