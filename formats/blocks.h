@@ -111,8 +111,9 @@ struct BlockIQ4_XS {
 };
 static_assert(sizeof(BlockIQ4_XS) == 136);
 
-// The non-linear 4-bit grid of IQ4_NL and IQ4_XS.
-inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// The non-linear 4-bit grid of IQ4_NL and IQ4_XS. Not `inline`: a per-ISA object must define no weak
+// symbol another object shares (tests/isa/no_shared_weak_symbols.sh), so each file keeps its own copy.
+constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // Q8_K: the activation format of the K-quants and IQ4_XS: 256 int8 values x = qs * d (float scale),
 // with the sums of each 16 consecutive qs precomputed (bsums) for the mins and offsets.
