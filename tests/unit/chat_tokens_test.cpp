@@ -18,11 +18,9 @@
 #include <vector>
 
 #include "lmrt/lmrt.h"
-#include "runtime/chat/jinja_interpreter.h"
-#include "runtime/chat/jinja_parser.h"
+#include "model_variant.h"
 #include "runtime/model/gguf_file.h"
 #include "test_support.h"
-#include "tools/gguf_writer.h"
 
 namespace lmrt {
 namespace {
@@ -213,26 +211,17 @@ TEST(ChatTokens, ProvenanceFollowsStringOperations) {
 
 // stories260K (SentencePiece, add_bos) with a template that writes bos_token itself.
 std::string model_with_template() {
-  static const std::string path = [] {
-    std::unique_ptr<GgufFile> src;
-    EXPECT_TRUE(GgufFile::open(test::model_path("stories260K.gguf"), true, &src).ok());
-    GgufWriter w;
-    for (const GgufKv& kv : src->metadata()) w.add_value(std::string(kv.key), kv.value);
-    w.add_string("tokenizer.chat_template",
-                 "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}{% endfor %}"
-                 "{% if add_generation_prompt %}assistant:{% endif %}");
-    for (const GgufTensorInfo& t : src->tensors()) {
-      std::vector<uint64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
-      EXPECT_TRUE(w.add_tensor(std::string(t.name), ne, t.type).ok());
-    }
-    const std::string out = ::testing::TempDir() + "/stories260K-chat-tokens.gguf";
-    Status s = w.write(out, [&](size_t i, uint8_t* data, uint64_t bytes) {
-      std::memcpy(data, src->tensors()[i].data, bytes);
-      return Status::Ok();
-    });
-    EXPECT_TRUE(s.ok()) << s.message();
-    return out;
-  }();
+  static const std::string path = test::write_model_variant(
+      "stories260K.gguf", "stories260K-chat-tokens.gguf",
+      [](const GgufKv& kv, GgufWriter* w) {
+        if (kv.key != "general.architecture") return false;
+        w->add_value(std::string(kv.key), kv.value);
+        w->add_string("tokenizer.chat_template",
+                      "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}{% endfor %}"
+                      "{% if add_generation_prompt %}assistant:{% endif %}");
+        return true;
+      },
+      test::kKeepShapes);
   return path;
 }
 
