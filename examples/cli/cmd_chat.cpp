@@ -104,19 +104,8 @@ int cmd_chat(int argc, char** argv) {
     cli::print_error("chat", error);
     return 2;
   }
-  long long n = 512, threads = 0, n_ctx = 0;
-  if (args.has("n-predict") && !cli::parse_int(args.get("n-predict"), 1, 1 << 20, &n)) {
-    cli::print_error("chat", "-n needs a number of tokens from 1 to 1048576");
-    return 2;
-  }
-  if (args.has("threads") && !cli::parse_int(args.get("threads"), 1, 512, &threads)) {
-    cli::print_error("chat", "-t needs a thread count from 1 to 512");
-    return 2;
-  }
-  if (args.has("ctx-size") && !cli::parse_int(args.get("ctx-size"), 1, 1 << 20, &n_ctx)) {
-    cli::print_error("chat", "-c needs a context size from 1 to 1048576");
-    return 2;
-  }
+  cli::GenerationSizes sizes{512};
+  if (!cli::parse_generation_sizes("chat", args, &sizes)) return 2;
   if (args.has("template") && args.has("chatml")) {
     cli::print_error("chat", "give --template FILE or --chatml, not both");
     return 2;
@@ -142,7 +131,7 @@ int cmd_chat(int argc, char** argv) {
 
   lmrt_generate_request req;
   lmrt_generate_request_init(&req);
-  req.max_tokens = static_cast<int32_t>(n);
+  req.max_tokens = static_cast<int32_t>(sizes.n_predict);
   std::vector<lmrt_logit_bias> biases;
   std::vector<std::string> stop_strings;
   std::string samplers;
@@ -155,16 +144,8 @@ int cmd_chat(int argc, char** argv) {
   req.stop = stops.data();
   req.n_stop = stops.size();
 
-  lmrt_context_params cp;
-  lmrt_context_params_init(&cp);
-  cp.n_ctx = static_cast<uint32_t>(n_ctx);
-  cp.n_threads = static_cast<uint32_t>(threads);
-  if (args.has("kv-f32")) cp.kv_type = LMRT_KV_F32;
-  lmrt_context* ctx = nullptr;
-  char err[1024] = {0};
-  const lmrt_status s = lmrt_context_create(model, &cp, &ctx, err, sizeof err);
-  if (s != LMRT_OK) {
-    cli::print_error("cannot create a context", std::string(lmrt_status_str(s)) + ": " + err);
+  lmrt_context* ctx = cli::create_context(model, sizes, args.has("kv-f32"));
+  if (ctx == nullptr) {
     lmrt_model_close(model);
     return 1;
   }

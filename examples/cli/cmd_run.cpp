@@ -109,19 +109,8 @@ int cmd_run(int argc, char** argv) {
     cli::print_error("run", error);
     return 2;
   }
-  long long n = 256, threads = 0, n_ctx = 0;
-  if (args.has("n-predict") && !cli::parse_int(args.get("n-predict"), 1, 1 << 20, &n)) {
-    cli::print_error("run", "-n needs a number of tokens from 1 to 1048576");
-    return 2;
-  }
-  if (args.has("threads") && !cli::parse_int(args.get("threads"), 1, 512, &threads)) {
-    cli::print_error("run", "-t needs a thread count from 1 to 512");
-    return 2;
-  }
-  if (args.has("ctx-size") && !cli::parse_int(args.get("ctx-size"), 1, 1 << 20, &n_ctx)) {
-    cli::print_error("run", "-c needs a context size from 1 to 1048576");
-    return 2;
-  }
+  cli::GenerationSizes sizes{256};
+  if (!cli::parse_generation_sizes("run", args, &sizes)) return 2;
   if (!args.has("prompt")) {
     cli::print_error("run", "give a prompt with -p TEXT (-p \"\" starts from BOS alone)");
     return 2;
@@ -129,16 +118,8 @@ int cmd_run(int argc, char** argv) {
   lmrt_model* model = cli::open_model(cli::model_path(args));
   if (model == nullptr) return 1;
 
-  lmrt_context_params cp;
-  lmrt_context_params_init(&cp);
-  cp.n_ctx = static_cast<uint32_t>(n_ctx);
-  cp.n_threads = static_cast<uint32_t>(threads);
-  if (args.has("kv-f32")) cp.kv_type = LMRT_KV_F32;
-  lmrt_context* ctx = nullptr;
-  char err[1024] = {0};
-  lmrt_status s = lmrt_context_create(model, &cp, &ctx, err, sizeof err);
-  if (s != LMRT_OK) {
-    cli::print_error("cannot create a context", std::string(lmrt_status_str(s)) + ": " + err);
+  lmrt_context* ctx = cli::create_context(model, sizes, args.has("kv-f32"));
+  if (ctx == nullptr) {
     lmrt_model_close(model);
     return 1;
   }
@@ -207,7 +188,7 @@ int cmd_run(int argc, char** argv) {
   lmrt_generate_request_init(&req);
   req.prompt = prompt.c_str();
   req.prompt_len = prompt.size();
-  req.max_tokens = static_cast<int32_t>(n);
+  req.max_tokens = static_cast<int32_t>(sizes.n_predict);
   req.add_bos = args.has("no-bos") ? 0 : 1;
   req.parse_special = args.has("special") ? 1 : 0;
   if (args.has("grammar")) req.grammar = grammar_text.c_str();
@@ -233,7 +214,7 @@ int cmd_run(int argc, char** argv) {
   lmrt_generate_result res;
   res.struct_size = sizeof res;
   StreamState st{args.has("json")};
-  s = lmrt_generate(ctx, &req, print_piece, &st, &res);
+  const lmrt_status s = lmrt_generate(ctx, &req, print_piece, &st, &res);
   int rc = 0;
   if (s != LMRT_OK) {
     cli::print_error("generation failed", std::string(lmrt_status_str(s)) + ": " + lmrt_context_last_error(ctx));

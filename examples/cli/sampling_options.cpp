@@ -124,4 +124,36 @@ bool apply_sampling_options(const char* command, const Args& args, lmrt_generate
   return true;
 }
 
+bool parse_generation_sizes(const char* command, const Args& args, GenerationSizes* sizes) {
+  if (args.has("n-predict") && !parse_int(args.get("n-predict"), 1, 1 << 20, &sizes->n_predict)) {
+    print_error(command, "-n needs a number of tokens from 1 to 1048576");
+    return false;
+  }
+  if (args.has("threads") && !parse_int(args.get("threads"), 1, 512, &sizes->threads)) {
+    print_error(command, "-t needs a thread count from 1 to 512");
+    return false;
+  }
+  if (args.has("ctx-size") && !parse_int(args.get("ctx-size"), 1, 1 << 20, &sizes->n_ctx)) {
+    print_error(command, "-c needs a context size from 1 to 1048576");
+    return false;
+  }
+  return true;
+}
+
+lmrt_context* create_context(lmrt_model* model, const GenerationSizes& sizes, bool kv_f32) {
+  lmrt_context_params cp;
+  lmrt_context_params_init(&cp);
+  cp.n_ctx = static_cast<uint32_t>(sizes.n_ctx);
+  cp.n_threads = static_cast<uint32_t>(sizes.threads);
+  if (kv_f32) cp.kv_type = LMRT_KV_F32;
+  lmrt_context* ctx = nullptr;
+  char err[1024] = {0};
+  const lmrt_status s = lmrt_context_create(model, &cp, &ctx, err, sizeof err);
+  if (s != LMRT_OK) {
+    print_error("cannot create a context", std::string(lmrt_status_str(s)) + ": " + err);
+    return nullptr;
+  }
+  return ctx;
+}
+
 }  // namespace cli

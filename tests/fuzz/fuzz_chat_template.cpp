@@ -15,8 +15,8 @@
 
 #include "runtime/chat/chat_template.h"
 #include "runtime/chat/chat_tokens.h"
-#include "runtime/model/gguf_file.h"
 #include "runtime/util/utf8.h"
+#include "tests/fuzz/fuzz_vocab.h"
 
 namespace {
 
@@ -31,18 +31,7 @@ constexpr std::string_view kMessages = R"([
 constexpr std::string_view kTools =
     R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
 
-const lmrt::Tokenizer* tokenizer() {
-  static std::unique_ptr<lmrt::Tokenizer> tok = [] {
-    const char* env = std::getenv("LMRT_FUZZ_MODEL");
-    const std::string path = env != nullptr ? env : LMRT_FUZZ_DEFAULT_MODEL;
-    std::unique_ptr<lmrt::GgufFile> gguf;
-    std::unique_ptr<lmrt::Tokenizer> t;
-    if (!lmrt::GgufFile::open(path, true, &gguf).ok() || !lmrt::Tokenizer::from_gguf(*gguf, &t).ok())
-      std::abort();  // the fuzzer's own setup, not an input
-    return t;
-  }();
-  return tok.get();
-}
+const lmrt::Tokenizer* tokenizer() { return lmrt::fuzz::vocab_tokenizer(); }
 
 size_t control_count(const lmrt::Tokenizer& tok, const std::vector<int32_t>& ids) {
   size_t n = 0;
