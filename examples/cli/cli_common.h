@@ -47,6 +47,7 @@ std::string json_string(const std::string& s);
 }  // namespace cli
 
 int cmd_run(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_template(int argc, char** argv);

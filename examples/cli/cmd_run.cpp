@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "runtime/sampling/sampler_spec.h"
+#include "sampling_options.h"
 
 namespace {
 
@@ -92,156 +92,25 @@ std::string result_json(lmrt_model* model, const lmrt_generate_result& res) {
   return out + "}";
 }
 
-// The spec parser's number syntax (runtime/sampling/sampler_spec.h), so "--top-p X" and "top_p(X)"
-// accept the same texts; the ranges are checked by the library when it builds the chain.
-bool parse_float(const std::string& text, float* out) { return lmrt::parse_float_text(text, out); }
-
-// The whole file as text; false when it cannot be read.
-bool read_text_file(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return !in.bad();
-}
-
-// Fills the sampling, stop, logprob, beam and context-shift fields from the options; prints the
-// error and returns false for a bad value.
-bool apply_sampling_options(const cli::Args& args, lmrt_generate_request* req, std::vector<lmrt_logit_bias>* biases,
-                            std::vector<std::string>* stops, std::string* samplers) {
-  struct FloatOpt {
-    const char* name;
-    float* field;
-  } floats[] = {{"temp", &req->temperature},
-                {"top-p", &req->top_p},
-                {"min-p", &req->min_p},
-                {"typical", &req->typical_p},
-                {"repeat-penalty", &req->repeat_penalty},
-                {"presence-penalty", &req->presence_penalty},
-                {"frequency-penalty", &req->frequency_penalty},
-                {"length-penalty", &req->length_penalty}};
-  for (const FloatOpt& f : floats)
-    if (args.has(f.name) && !parse_float(args.get(f.name), f.field)) {
-      cli::print_error("run", std::string("--") + f.name +
-                                  " needs a decimal number a float can hold (or inf, -inf), got '" + args.get(f.name) +
-                                  "'");
-      return false;
-    }
-  long long v = 0;
-  struct IntOpt {
-    const char* name;
-    long long lo, hi;
-  } ints[] = {{"top-k", 0, 1 << 24},
-              {"repeat-last-n", 0, 1 << 20},
-              {"logprobs", 0, LMRT_MAX_TOP_LOGPROBS},
-              {"beams", 1, 16},
-              {"keep", 0, 1 << 20}};
-  for (const IntOpt& o : ints) {
-    if (!args.has(o.name)) continue;
-    if (!cli::parse_int(args.get(o.name), o.lo, o.hi, &v)) {
-      cli::print_error("run", std::string("--") + o.name + " needs a whole number from " + std::to_string(o.lo) +
-                                  " to " + std::to_string(o.hi));
-      return false;
-    }
-    const std::string n = o.name;
-    if (n == "top-k") req->top_k = static_cast<int32_t>(v);
-    if (n == "repeat-last-n") req->repeat_last_n = static_cast<int32_t>(v);
-    if (n == "logprobs") req->logprobs = static_cast<int32_t>(v);
-    if (n == "beams") req->n_beams = static_cast<uint32_t>(v);
-    if (n == "keep") req->n_keep = static_cast<uint32_t>(v);
-  }
-  if (args.has("seed")) {
-    // strtoull alone would turn an overflow into ULLONG_MAX (LMRT_SEED_RANDOM) and accept "-1".
-    char* end = nullptr;
-    const std::string s = args.get("seed");
-    errno = 0;
-    req->seed = std::strtoull(s.c_str(), &end, 10);
-    if (s.empty() || s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || req->seed == LMRT_SEED_RANDOM) {
-      cli::print_error("run", "--seed needs a whole number from 0 to 18446744073709551614, got '" + s + "'");
-      return false;
-    }
-  }
-  for (auto [it, last] = args.values.equal_range("logit-bias"); it != last; ++it) {
-    const std::string& kv = it->second;
-    const size_t eq = kv.find('=');
-    long long id = 0;
-    float bias = 0;
-    if (eq == std::string::npos || !cli::parse_int(kv.substr(0, eq), 0, 1 << 24, &id) ||
-        !(kv.substr(eq + 1) == "-inf" ? (bias = -INFINITY, true) : parse_float(kv.substr(eq + 1), &bias))) {
-      cli::print_error("run", "--logit-bias needs TOKEN_ID=BIAS (BIAS may be -inf), got '" + kv + "'");
-      return false;
-    }
-    biases->push_back({static_cast<int32_t>(id), bias});
-  }
-  req->logit_bias = biases->data();
-  req->n_logit_bias = static_cast<uint32_t>(biases->size());
-  for (auto [it, last] = args.values.equal_range("stop"); it != last; ++it) stops->push_back(it->second);
-  if (args.has("samplers")) {
-    *samplers = args.get("samplers");
-    req->samplers = samplers->c_str();
-  }
-  req->context_shift = args.has("context-shift") ? 1 : 0;
-  return true;
-}
-
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
   cli::Args args;
   std::string error;
-  const std::vector<cli::OptionSpec> spec = {
-      {"model", "m", true},
-      {"prompt", "p", true},
-      {"n-predict", "n", true},
-      {"threads", "t", true},
-      {"ctx-size", "c", true},
-      {"json", "", false},
-      {"no-bos", "", false},
-      {"special", "", false},
-      {"kv-f32", "", false},
-      {"temp", "", true},
-      {"top-k", "", true},
-      {"top-p", "", true},
-      {"min-p", "", true},
-      {"typical", "", true},
-      {"repeat-penalty", "", true},
-      {"repeat-last-n", "", true},
-      {"presence-penalty", "", true},
-      {"frequency-penalty", "", true},
-      {"logit-bias", "", true},
-      {"seed", "", true},
-      {"samplers", "", true},
-      {"stop", "", true},
-      {"logprobs", "", true},
-      {"beams", "", true},
-      {"keep", "", true},
-      {"context-shift", "", false},
-      {"length-penalty", "", true},
-      {"cache", "", true},
-      {"plugin", "", true},
-      {"stop-plugin", "", true},
-      {"grammar", "", true},
-      {"json-schema", "", true},
-      {"json-object", "", false},
+  std::vector<cli::OptionSpec> spec = {
+      {"model", "m", true},         {"prompt", "p", true},        {"n-predict", "n", true},  {"threads", "t", true},
+      {"ctx-size", "c", true},      {"json", "", false},          {"no-bos", "", false},     {"special", "", false},
+      {"kv-f32", "", false},        {"logprobs", "", true},       {"beams", "", true},       {"keep", "", true},
+      {"context-shift", "", false}, {"length-penalty", "", true}, {"cache", "", true},       {"plugin", "", true},
+      {"stop-plugin", "", true},    {"grammar", "", true},        {"json-schema", "", true}, {"json-object", "", false},
   };
+  spec.insert(spec.end(), cli::kSamplingOptions.begin(), cli::kSamplingOptions.end());
   if (!cli::parse_args(argc, argv, 2, spec, &args, &error)) {
     cli::print_error("run", error);
     return 2;
   }
-  long long n = 256, threads = 0, n_ctx = 0;
-  if (args.has("n-predict") && !cli::parse_int(args.get("n-predict"), 1, 1 << 20, &n)) {
-    cli::print_error("run", "-n needs a number of tokens from 1 to 1048576");
-    return 2;
-  }
-  if (args.has("threads") && !cli::parse_int(args.get("threads"), 1, 512, &threads)) {
-    cli::print_error("run", "-t needs a thread count from 1 to 512");
-    return 2;
-  }
-  if (args.has("ctx-size") && !cli::parse_int(args.get("ctx-size"), 1, 1 << 20, &n_ctx)) {
-    cli::print_error("run", "-c needs a context size from 1 to 1048576");
-    return 2;
-  }
+  cli::GenerationSizes sizes{256};
+  if (!cli::parse_generation_sizes("run", args, &sizes)) return 2;
   if (!args.has("prompt")) {
     cli::print_error("run", "give a prompt with -p TEXT (-p \"\" starts from BOS alone)");
     return 2;
@@ -249,16 +118,8 @@ int cmd_run(int argc, char** argv) {
   lmrt_model* model = cli::open_model(cli::model_path(args));
   if (model == nullptr) return 1;
 
-  lmrt_context_params cp;
-  lmrt_context_params_init(&cp);
-  cp.n_ctx = static_cast<uint32_t>(n_ctx);
-  cp.n_threads = static_cast<uint32_t>(threads);
-  if (args.has("kv-f32")) cp.kv_type = LMRT_KV_F32;
-  lmrt_context* ctx = nullptr;
-  char err[1024] = {0};
-  lmrt_status s = lmrt_context_create(model, &cp, &ctx, err, sizeof err);
-  if (s != LMRT_OK) {
-    cli::print_error("cannot create a context", std::string(lmrt_status_str(s)) + ": " + err);
+  lmrt_context* ctx = cli::create_context(model, sizes, args.has("kv-f32"));
+  if (ctx == nullptr) {
     lmrt_model_close(model);
     return 1;
   }
@@ -309,9 +170,9 @@ int cmd_run(int argc, char** argv) {
       (args.has("grammar") ? 1 : 0) + (args.has("json-schema") ? 1 : 0) + (args.has("json-object") ? 1 : 0);
   std::string grammar_error;
   if (n_constraints > 1) grammar_error = "give only one of --grammar, --json-schema, --json-object";
-  if (args.has("grammar") && !read_text_file(args.get("grammar"), &grammar_text))
+  if (args.has("grammar") && !cli::read_text_file(args.get("grammar"), &grammar_text))
     grammar_error = "cannot read the grammar file '" + args.get("grammar") + "'";
-  if (args.has("json-schema") && !read_text_file(args.get("json-schema"), &schema_text))
+  if (args.has("json-schema") && !cli::read_text_file(args.get("json-schema"), &schema_text))
     grammar_error = "cannot read the JSON Schema file '" + args.get("json-schema") + "'";
   if (args.has("json-object")) schema_text = R"({"type":"object"})";
   if (!grammar_error.empty()) {
@@ -327,7 +188,7 @@ int cmd_run(int argc, char** argv) {
   lmrt_generate_request_init(&req);
   req.prompt = prompt.c_str();
   req.prompt_len = prompt.size();
-  req.max_tokens = static_cast<int32_t>(n);
+  req.max_tokens = static_cast<int32_t>(sizes.n_predict);
   req.add_bos = args.has("no-bos") ? 0 : 1;
   req.parse_special = args.has("special") ? 1 : 0;
   if (args.has("grammar")) req.grammar = grammar_text.c_str();
@@ -336,7 +197,7 @@ int cmd_run(int argc, char** argv) {
   std::vector<std::string> stop_strings;
   std::vector<const char*> stops;
   std::string samplers;
-  if (!apply_sampling_options(args, &req, &biases, &stop_strings, &samplers)) {
+  if (!cli::apply_sampling_options("run", args, &req, &biases, &stop_strings, &samplers)) {
     lmrt_context_free(ctx);
     lmrt_model_close(model);
     return 2;
@@ -353,7 +214,7 @@ int cmd_run(int argc, char** argv) {
   lmrt_generate_result res;
   res.struct_size = sizeof res;
   StreamState st{args.has("json")};
-  s = lmrt_generate(ctx, &req, print_piece, &st, &res);
+  const lmrt_status s = lmrt_generate(ctx, &req, print_piece, &st, &res);
   int rc = 0;
   if (s != LMRT_OK) {
     cli::print_error("generation failed", std::string(lmrt_status_str(s)) + ": " + lmrt_context_last_error(ctx));

@@ -19,6 +19,11 @@ void usage(FILE* out) {
       "            --plugin FILE (repeatable) --stop-plugin SPEC (e.g. 'regex(pattern=\"[.!?]\")')\n"
       "            constrained: --grammar FILE.gbnf | --json-schema FILE.json | --json-object (any JSON\n"
       "              object; --json is the run's JSON output) ('grammar' in --samplers places it)\n"
+      "  chat      -m MODEL [--system TEXT] [-n N] [-t THREADS] [-c CTX] [sampling as in run] [--verbose]\n"
+      "            [--template FILE | --chatml]   talk with the model, its chat template laying out the turns\n"
+      "            (earlier turns' KV reused); a line is a message, \"\"\" opens and closes one of several\n"
+      "            lines; /system /reset /save FILE /save! FILE /load FILE /stats /help /quit; Ctrl-C stops a\n"
+      "            reply, Ctrl-D quits\n"
       "  info      -m MODEL [--json]                                          model summary\n"
       "  tokenize  -m MODEL (-p TEXT | -f FILE) [--no-bos] [--special]       print token ids\n"
       "  template  -m MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt]\n"
@@ -50,6 +55,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "run") return cmd_run(argc, argv);
+  if (cmd == "chat") return cmd_chat(argc, argv);
   if (cmd == "info") return cmd_info(argc, argv);
   if (cmd == "tokenize") return cmd_tokenize(argc, argv);
   if (cmd == "template") return cmd_template(argc, argv);

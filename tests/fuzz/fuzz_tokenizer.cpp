@@ -11,24 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/model/gguf_file.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/util/utf8.h"
+#include "tests/fuzz/fuzz_vocab.h"
 
 namespace {
 
-const lmrt::Tokenizer* tokenizer() {
-  static std::unique_ptr<lmrt::Tokenizer> tok = [] {
-    const char* env = std::getenv("LMRT_FUZZ_MODEL");
-    const std::string path = env != nullptr ? env : LMRT_FUZZ_DEFAULT_MODEL;
-    std::unique_ptr<lmrt::GgufFile> gguf;
-    std::unique_ptr<lmrt::Tokenizer> t;
-    if (!lmrt::GgufFile::open(path, true, &gguf).ok() || !lmrt::Tokenizer::from_gguf(*gguf, &t).ok())
-      std::abort();  // the fuzzer's own setup, not an input
-    return t;
-  }();
-  return tok.get();
-}
+const lmrt::Tokenizer* tokenizer() { return lmrt::fuzz::vocab_tokenizer(); }
 
 }  // namespace
 

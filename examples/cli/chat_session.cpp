@@ -1,0 +1,128 @@
+// The conversation of `lmrt chat`: messages, prompt ids per turn, generation, save and load.
+#include "chat_session.h"
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "sampling_options.h"
+
+namespace cli {
+
+const char* const kChatmlTemplate =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
+    "'\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+ChatSession::ChatSession(lmrt_model* model, lmrt_context* ctx, std::string template_text)
+    : model_(model), ctx_(ctx), template_text_(std::move(template_text)) {}
+
+void ChatSession::set_system(const std::string& text) {
+  const bool has = !messages_.empty() && messages_[0].value("role", "") == "system";
+  if (text.empty()) {
+    if (has) messages_.erase(0);
+    return;
+  }
+  nlohmann::ordered_json m = {{"role", "system"}, {"content", text}};
+  if (has)
+    messages_[0] = std::move(m);
+  else
+    messages_.insert(messages_.begin(), std::move(m));
+}
+
+void ChatSession::reset() {
+  nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+  if (!messages_.empty() && messages_[0].value("role", "") == "system") kept.push_back(messages_[0]);
+  messages_ = std::move(kept);
+}
+
+bool ChatSession::tokenize(std::vector<int32_t>* ids, std::string* error) const {
+  lmrt_chat_template_params p;
+  lmrt_chat_template_params_init(&p);
+  if (!template_text_.empty()) p.template_text = template_text_.c_str();
+  const std::string json = messages_.dump();
+  char err[1024] = {0};
+  size_t n = 0;
+  lmrt_status s = lmrt_chat_tokenize(model_, json.c_str(), &p, nullptr, 0, &n, err, sizeof err);
+  if (s == LMRT_ERR_BUFFER_TOO_SMALL) {
+    ids->resize(n);
+    s = lmrt_chat_tokenize(model_, json.c_str(), &p, ids->data(), ids->size(), &n, err, sizeof err);
+  }
+  if (s != LMRT_OK) {
+    *error = std::string(lmrt_status_str(s)) + ": " + err;
+    return false;
+  }
+  ids->resize(n);
+  return true;
+}
+
+bool ChatSession::reply(const std::string& user_text, const lmrt_generate_request& base, lmrt_token_callback on_token,
+                        void* user, ChatTurnStats* stats, std::string* error) {
+  messages_.push_back({{"role", "user"}, {"content", user_text}});
+  std::vector<int32_t> ids;
+  if (!tokenize(&ids, error)) {
+    messages_.erase(messages_.size() - 1);
+    return false;
+  }
+  lmrt_generate_request req = base;
+  req.prompt = nullptr;
+  req.prompt_len = 0;
+  req.prompt_tokens = ids.data();
+  req.n_prompt_tokens = ids.size();
+  lmrt_generate_result res;
+  res.struct_size = sizeof res;
+  const lmrt_status s = lmrt_generate(ctx_, &req, on_token, user, &res);
+  if (s != LMRT_OK) {
+    *error = std::string(lmrt_status_str(s)) + ": " + lmrt_context_last_error(ctx_);
+    messages_.erase(messages_.size() - 1);
+    return false;
+  }
+  messages_.push_back({{"role", "assistant"}, {"content", std::string(res.text, res.text_len)}});
+  *stats = ChatTurnStats{res.prompt_tokens, res.reused_tokens,        res.completion_tokens,  res.n_past,
+                         res.finish_reason, res.prefill_tokens_per_s, res.decode_tokens_per_s};
+  return true;
+}
+
+bool ChatSession::save(const std::string& path, bool overwrite, std::string* error) const {
+  std::error_code ec;
+  if (!overwrite && std::filesystem::exists(path, ec)) {
+    *error = "'" + path + "' exists; /save! " + path + " replaces it";
+    return false;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << messages_.dump(2) << "\n";
+  out.close();
+  if (!out) {
+    *error = "cannot write '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+bool ChatSession::load(const std::string& path, std::string* error) {
+  std::string text;
+  if (!read_text_file(path, &text)) {
+    *error = "cannot read '" + path + "'";
+    return false;
+  }
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    *error = "'" + path + "' is not JSON: " + e.what();
+    return false;
+  }
+  if (j.is_object() && j.contains("messages")) j = j["messages"];
+  if (!j.is_array()) {
+    *error = "'" + path + "' holds no messages array";
+    return false;
+  }
+  for (const auto& m : j)
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+      *error = "'" + path + "': every message must be an object with a string \"role\"";
+      return false;
+    }
+  messages_ = std::move(j);
+  return true;
+}
+
+}  // namespace cli
