@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <lmrt/lmrt.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "tool_call_grammar.h"
 
@@ -111,6 +114,34 @@ TEST(ToolCallParser, DetectsTheFormatFromTheTemplate) {
   EXPECT_EQ(detect_tool_call_format("<|im_start|>"), ToolCallFormat::kGeneric);
 }
 
+std::string real_template(const std::string& name) {
+  std::ifstream in(std::string(LMRT_SOURCE_DIR) + "/tests/chat/templates/" + name, std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The real templates of tests/chat/templates, as their models' cards describe their tool calls.
+TEST(ToolCallParser, DetectsTheFormatOfRealTemplates) {
+  const std::pair<const char*, ToolCallFormat> cases[] = {
+      {"Qwen-Qwen2.5-7B-Instruct.jinja", ToolCallFormat::kHermes},
+      {"Qwen3-Coder.jinja", ToolCallFormat::kHermes},
+      {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", ToolCallFormat::kHermes},
+      {"meta-llama-Llama-3.1-8B-Instruct.jinja", ToolCallFormat::kLlama3},
+      {"meta-llama-Llama-3.2-3B-Instruct.jinja", ToolCallFormat::kLlama3},
+      {"meta-llama-Llama-3.3-70B-Instruct.jinja", ToolCallFormat::kLlama3},
+      {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::kMistral},
+      {"mistral-v3.jinja", ToolCallFormat::kMistral},
+      {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolCallFormat::kMistral},
+      {"google-gemma-2-2b-it.jinja", ToolCallFormat::kGeneric},
+      {"meta-llama-Llama-2-7b-chat-hf.jinja", ToolCallFormat::kGeneric},
+  };
+  for (const auto& [name, format] : cases)
+    EXPECT_STREQ(tool_call_format_name(detect_tool_call_format(real_template(name))), tool_call_format_name(format))
+        << name;
+}
+
 // While streaming, text is held back from where a call may begin, and only from there.
 TEST(ToolCallParser, SettledContentStopsBeforeAPossibleCall) {
   EXPECT_EQ(settled_content_length(ToolCallFormat::kHermes, "Hello"), 5u);
@@ -139,7 +170,10 @@ std::string generate_with_grammar(const std::string& grammar) {
   lmrt_context* ctx = nullptr;
   char err[512] = "";
   EXPECT_EQ(lmrt_model_open(path.c_str(), nullptr, &model, err, sizeof err), LMRT_OK) << err;
-  EXPECT_EQ(lmrt_context_create(model, nullptr, &ctx, err, sizeof err), LMRT_OK) << err;
+  lmrt_context_params cp;
+  lmrt_context_params_init(&cp);
+  cp.n_threads = 1;  // a 260K-parameter model: more threads only wait for each other
+  EXPECT_EQ(lmrt_context_create(model, &cp, &ctx, err, sizeof err), LMRT_OK) << err;
   lmrt_generate_request req;
   lmrt_generate_request_init(&req);
   req.prompt = "Once upon a time";
