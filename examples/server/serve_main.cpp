@@ -61,6 +61,11 @@ int serve(ServeOptions opt) {
     fail(why);
     return 2;
   }
+  {  // A template that cannot render a one-line chat is worth knowing about before the first request.
+    RenderError e;
+    if (!render_chat_parts(h.model, *templates, R"([{"role":"user","content":"Hi"}])", "", &e) && !e.client_fault)
+      fail("warning: chat requests will fail: " + e.message);
+  }
   if (!opt.cache_path.empty()) {
     lmrt_cache_params cp;
     lmrt_cache_params_init(&cp);
