@@ -276,11 +276,9 @@ std::optional<ApiError> parse_tools(const Fields& f, json* tools, json* forced, 
 }
 
 std::optional<ApiError> check_schema(const std::string& param, const std::string& schema) {
-  size_t len = 0;
-  char err[512] = "";
-  const lmrt_status st = lmrt_json_schema_to_grammar(schema.c_str(), nullptr, 0, &len, err, sizeof err);
-  if (st == LMRT_OK || st == LMRT_ERR_BUFFER_TOO_SMALL) return std::nullopt;
-  return bad(param, "'" + param + "': " + (err[0] != '\0' ? std::string(err) : lmrt_status_str(st)));
+  std::string error;
+  if (json_schema_grammar(schema, &error)) return std::nullopt;
+  return bad(param, "'" + param + "': " + error);
 }
 
 // OpenAI's response_format, and llama.cpp's grammar and json_schema fields.

@@ -29,14 +29,15 @@ std::string literal(const std::string& text) {
   return out + "\"";
 }
 
-std::optional<std::string> schema_grammar(const json& schema, std::string* error) {
-  const std::string text = schema.dump();
+}  // namespace
+
+std::optional<std::string> json_schema_grammar(const std::string& schema, std::string* error) {
   size_t len = 0;
   char err[512] = "";
-  lmrt_status st = lmrt_json_schema_to_grammar(text.c_str(), nullptr, 0, &len, err, sizeof err);
+  lmrt_status st = lmrt_json_schema_to_grammar(schema.c_str(), nullptr, 0, &len, err, sizeof err);
   if (st == LMRT_ERR_BUFFER_TOO_SMALL) {
     std::string out(len + 1, '\0');
-    st = lmrt_json_schema_to_grammar(text.c_str(), out.data(), out.size(), &len, err, sizeof err);
+    st = lmrt_json_schema_to_grammar(schema.c_str(), out.data(), out.size(), &len, err, sizeof err);
     if (st == LMRT_OK) {
       out.resize(len);
       return out;
@@ -45,8 +46,6 @@ std::optional<std::string> schema_grammar(const json& schema, std::string* error
   *error = err[0] != '\0' ? err : lmrt_status_str(st);
   return std::nullopt;
 }
-
-}  // namespace
 
 std::string rename_gbnf_rules(const std::string& gbnf, const std::string& prefix, const std::string& root_name) {
   std::string out;
@@ -91,7 +90,7 @@ std::optional<std::string> tool_call_grammar(ToolCallFormat f, const json& tools
     json params = json{{"type", "object"}};
     if (auto p = fn.find("parameters"); p != fn.end() && !p->is_null()) params = *p;
     std::string why;
-    auto gbnf = schema_grammar(params, &why);
+    auto gbnf = json_schema_grammar(params.dump(), &why);
     if (!gbnf) {
       *error = "tools[" + std::to_string(i) + "] (" + name + ") parameters: " + why;
       return std::nullopt;

@@ -16,6 +16,10 @@ namespace server {
 // turned into a grammar.
 std::optional<std::string> tool_call_grammar(ToolCallFormat f, const nlohmann::json& tools, std::string* error);
 
+// The GBNF of a JSON Schema's text (lmrt_json_schema_to_grammar); nullopt with the library's message
+// (naming the keyword and its path) when the schema is not supported.
+std::optional<std::string> json_schema_grammar(const std::string& schema, std::string* error);
+
 // Every rule name of `gbnf` prefixed with `prefix` and `root` renamed to `root_name` (string
 // literals, character classes, repetition counts and comments are left alone).
 std::string rename_gbnf_rules(const std::string& gbnf, const std::string& prefix, const std::string& root_name);
