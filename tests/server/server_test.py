@@ -615,6 +615,23 @@ def test_tools(binary, model):
                       and [c["function"] for c in s_calls] == [c["function"] for c in calls] and s_content == ""
                       and all(c["id"] and c["type"] == "function" for c in s_calls),
                       "streamed delta.tool_calls == completed calls")
+            if name.startswith("Qwen"):
+                # Text before a call stays content, streamed as it comes; the call follows as deltas. A
+                # grammar (tool_choice "auto") makes the tiny model write exactly that reply.
+                gbnf = r'root ::= "Sure, one moment." "\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"'
+                body = {"messages": msgs, "tools": WEATHER_TOOLS, "grammar": gbnf, "max_tokens": 100, "temperature": 0}
+                status, full, _ = request(p, "POST", "/v1/chat/completions", body)
+                msg = full["choices"][0]["message"] if status == 200 else {}
+                check(status == 200 and msg["content"] == "Sure, one moment.\n" and len(msg["tool_calls"]) == 1
+                      and json.loads(msg["tool_calls"][0]["function"]["arguments"]) == {"a": 1, "b": 2},
+                      f"content before a call, then the call: {msg}")
+                status, events, _, _ = stream(p, "/v1/chat/completions", {**body, "stream": True})
+                s_calls, s_content = streamed_tool_calls(events)
+                check(status == 200 and s_content == "Sure, one moment.\n"
+                      and [c["function"] for c in s_calls] == [c["function"] for c in msg.get("tool_calls", [])]
+                      and not any("<tool_call>" in (e["choices"][0]["delta"].get("content") or "")
+                                  for e in events[:-1] if e["choices"]),
+                      "streamed: the content, no marker text, then the call")
             # The round trip: the call and its result go back through the template.
             call = {"id": "abcDEF123", "type": "function",
                     "function": {"name": "get_weather", "arguments": '{"city": "Paris", "unit": "celsius"}'}}
