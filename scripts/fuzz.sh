@@ -34,13 +34,13 @@ declare -A sources=(
   [fuzz_bpe_tokenizer]="${reader[*]} ${formats[*]}"
   [fuzz_sampler_spec]="${spec[*]}"
   [fuzz_plugin_config]=""
-  [fuzz_chat_template]="${chat[*]}"
+  [fuzz_chat_template]="${chat[*]} ${reader[*]} ${formats[*]}"
   [fuzz_server_request]="examples/server/api_request.cpp examples/server/chat_template.cpp examples/server/prompt_tokens.cpp
     examples/server/tool_call_grammar.cpp examples/server/tool_calls.cpp"
 )
 # Targets built from another target's source, with their own data file.
 declare -A source_of=([fuzz_spm_tokenizer]=fuzz_tokenizer [fuzz_bpe_tokenizer]=fuzz_tokenizer)
-declare -A model_of=([fuzz_bpe_tokenizer]="$shared/vocab/llama-bpe.gguf")
+declare -A model_of=([fuzz_bpe_tokenizer]="$shared/vocab/llama-bpe.gguf" [fuzz_chat_template]="$shared/vocab/qwen2.gguf")
 declare -A seeds_of=([fuzz_spm_tokenizer]=fuzz_tokenizer [fuzz_bpe_tokenizer]=fuzz_tokenizer)
 # The server's request parser calls the C API (lmrt_sampler_create): it links the Release library that
 # scripts/test.sh builds first (uninstrumented; the parser itself is instrumented).

@@ -331,8 +331,8 @@ std::optional<ApiError> parse_chat(const Fields& f, const ModelFacts& model, Api
   const ChatTemplates& t = *model.templates;
   out->tool_format = t.tool_format;
   RenderError why;
-  auto parts = render_chat_parts(model.model, t, messages.dump(), tools.is_null() ? "" : tools.dump(), &why);
-  if (!parts) {
+  auto prompt = render_chat(model.model, t, messages.dump(), tools.is_null() ? "" : tools.dump(), &why);
+  if (!prompt) {
     ApiError e = bad("messages", why.message);
     if (!why.client_fault) {
       e.status = 500;
@@ -341,11 +341,8 @@ std::optional<ApiError> parse_chat(const Fields& f, const ModelFacts& model, Api
     }
     return e;
   }
-  out->chat_parts = std::move(*parts);
-  out->markers = t.markers;
-  std::string prompt;
-  for (const PromptPart& p : out->chat_parts) prompt += p.text;
-  out->prompts.push_back(std::move(prompt));
+  out->chat_tokens = std::move(prompt->tokens);
+  out->prompts.push_back(std::move(prompt->text));
   for (const auto& s : t.stops) out->sampling.stop.push_back(s);
   if (!forced.empty()) {
     if (!out->sampling.grammar.empty() || !out->sampling.json_schema.empty())

@@ -24,10 +24,8 @@ struct ApiError {
 struct ApiRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::vector<std::string> prompts;  // completions: one per prompt; chat: the rendered conversation
-  // Chat: the conversation as template and message parts, and the template's control-token texts
-  // (see prompt_tokens.h); a completion prompt is all message text.
-  std::vector<PromptPart> chat_parts;
-  std::vector<std::string> markers;
+  // Chat: the prompt ids from lmrt_chat_tokenize (empty when ModelFacts has no model).
+  std::vector<int32_t> chat_tokens;
   // Chat with tools (tool_choice other than "none"): the reply is read back as tool calls.
   bool parse_tool_calls = false;
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;

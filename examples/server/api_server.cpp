@@ -238,7 +238,7 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
   auto prompt_ids = std::make_shared<std::vector<std::vector<int32_t>>>();
   for (const std::string& prompt : request->prompts) {
     std::string why;
-    auto ids = ep == Endpoint::kChat ? tokenize_prompt_parts(model_, request->chat_parts, request->markers, &why)
+    auto ids = ep == Endpoint::kChat ? std::optional<std::vector<int32_t>>(request->chat_tokens)
                                      : tokenize_prompt_parts(model_, {PromptPart{prompt, false}}, {}, &why);
     if (!ids) {
       out.response = error_response(make_error(400, "the prompt cannot be tokenized: " + why, "invalid_request_error"));

@@ -75,19 +75,7 @@ std::optional<std::vector<int32_t>> tokenize_prompt_parts(const lmrt_model* mode
     }
   }
   if (!flush()) return std::nullopt;
-  if (ids.size() >= 2 && ids[0] == ids[1]) {  // a template that writes bos_token ("<s>", "<|begin_of_text|>")
-    std::vector<int32_t> bos;
-    if (tokenize(model, "", LMRT_TOKENIZE_ADD_BOS, &bos, error) && bos.size() == 1 && bos[0] == ids[0])
-      ids.erase(ids.begin());
-  }
   return ids;
-}
-
-std::vector<std::string> control_token_texts(const lmrt_model* model, const std::vector<std::string>& candidates) {
-  std::vector<std::string> out;
-  for (const std::string& c : candidates)
-    if (control_token(model, c) >= 0) out.push_back(c);
-  return out;
 }
 
 }  // namespace server

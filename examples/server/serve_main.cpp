@@ -63,7 +63,7 @@ int serve(ServeOptions opt) {
   }
   {  // A template that cannot render a one-line chat is worth knowing about before the first request.
     RenderError e;
-    if (!render_chat_parts(h.model, *templates, R"([{"role":"user","content":"Hi"}])", "", &e) && !e.client_fault)
+    if (!render_chat(h.model, *templates, R"([{"role":"user","content":"Hi"}])", "", &e) && !e.client_fault)
       fail("warning: chat requests will fail: " + e.message);
   }
   if (!opt.cache_path.empty()) {

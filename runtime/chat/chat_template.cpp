@@ -24,6 +24,11 @@ Status parse_json(std::string_view text, const char* what, nlohmann::ordered_jso
 }  // namespace
 
 Status render_chat_template(const ChatTemplateRequest& r, std::string* out) {
+  ByteRanges caller;
+  return render_chat_template(r, out, &caller);
+}
+
+Status render_chat_template(const ChatTemplateRequest& r, std::string* out, ByteRanges* caller) {
   using jinja::Value;
   nlohmann::ordered_json messages, tools, extra;
   LMRT_RETURN_IF_ERROR(parse_json(r.messages_json, "messages", &messages));
@@ -48,7 +53,9 @@ Status render_chat_template(const ChatTemplateRequest& r, std::string* out) {
       for (auto it = extra.begin(); it != extra.end(); ++it) vars.set(Value(it.key()), jinja::from_json(it.value()));
     const jinja::Body body = jinja::parse_template(std::string(r.template_text));
     jinja::Interpreter interpreter;
-    *out = interpreter.render(body, vars);
+    jinja::TaintedText text = interpreter.render_with_provenance(body, vars);
+    *out = std::move(text.text);
+    *caller = std::move(text.caller);
   } catch (const jinja::JinjaError& e) {
     if (e.raised()) return Error(Code::bad_format, std::string("raise_exception: ") + e.what());
     return Error(Code::bad_format, std::string("chat template: ") + e.what());

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/util/byte_range.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
@@ -27,5 +28,10 @@ struct ChatTemplateRequest {
 // bad_format for a template that does not parse or fails while rendering (the message names the
 // line and construct; for the template's own raise_exception it is "raise_exception: <message>").
 Status render_chat_template(const ChatTemplateRequest& request, std::string* out);
+
+// The same, and *caller receives the byte ranges of the text that came from the caller's data (every
+// string of messages, tools and extra variables, as it went through the template's filters), so that
+// only the template's own text becomes special tokens (tokenize_chat).
+Status render_chat_template(const ChatTemplateRequest& request, std::string* out, ByteRanges* caller);
 
 }  // namespace lmrt

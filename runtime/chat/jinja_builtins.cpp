@@ -55,7 +55,8 @@ bool is_py_space(uint32_t c) {
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
+// The byte range py_strip keeps.
+std::pair<size_t, size_t> strip_bounds(const std::string& s, const Value& chars, bool left, bool right) {
   auto cs = utf8_chars(s);
   std::vector<std::string> set;
   const bool custom = chars.is_string();
@@ -68,9 +69,21 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
     while (b < e && strip_it(cs[b])) ++b;
   if (right)
     while (e > b && strip_it(cs[e - 1])) --e;
-  std::string out;
-  for (size_t i = b; i < e; ++i) out += cs[i];
-  return out;
+  size_t begin = 0, end = 0;
+  for (size_t i = 0; i < e; ++i) (i < b ? begin : end) += cs[i].size();
+  return {begin, begin + end};
+}
+
+std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
+  const auto [b, e] = strip_bounds(s, chars, left, right);
+  return s.substr(b, e - b);
+}
+
+// strip with provenance: the kept bytes keep their caller ranges.
+Value strip_value(const Value& s, const Value& chars, bool left, bool right) {
+  const Value text = to_text(s);
+  const auto [b, e] = strip_bounds(text.str(), chars, left, right);
+  return substring(text, b, e - b);
 }
 
 // Simple Unicode case mapping through glibc's C.UTF-8 tables (towupper_l, no global locale
@@ -140,32 +153,38 @@ std::string jinja_title(const std::string& s) {
   return out;
 }
 
-std::string py_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
-  std::string out;
+// str.replace; kept bytes keep their caller ranges and the inserted text has its own.
+Value py_replace(const Value& sv, const std::string& from, const Value& to, int64_t count) {
+  const std::string& s = sv.str();
+  TaintedText out;
   if (from.empty()) {
     auto cs = utf8_chars(s);
     int64_t n = 0;
+    size_t offset = 0;
     for (size_t i = 0; i <= cs.size(); ++i) {
       if (count < 0 || n < count) {
-        out += to;
+        out.append(to);
         ++n;
       }
-      if (i < cs.size()) out += cs[i];
+      if (i < cs.size()) {
+        out.append_part(sv, offset, cs[i].size());
+        offset += cs[i].size();
+      }
     }
-    return out;
+    return std::move(out).value();
   }
   size_t pos = 0;
   int64_t n = 0;
   for (;;) {
     const size_t f = s.find(from, pos);
     if (f == std::string::npos || (count >= 0 && n >= count)) break;
-    out.append(s, pos, f - pos);
-    out += to;
+    out.append_part(sv, pos, f - pos);
+    out.append(to);
     pos = f + from.size();
     ++n;
   }
-  out.append(s, pos, std::string::npos);
-  return out;
+  out.append_part(sv, pos, s.size() - pos);
+  return std::move(out).value();
 }
 
 List py_split(const std::string& s, const Value& sep, int64_t maxsplit) {
@@ -206,6 +225,23 @@ List py_split(const std::string& s, const Value& sep, int64_t maxsplit) {
   return out;
 }
 
+// split by a separator with provenance: each part keeps its caller ranges.
+List split_value(const Value& sv, const std::string& d, int64_t maxsplit) {
+  const std::string& s = sv.str();
+  List out;
+  size_t pos = 0;
+  int64_t n = 0;
+  for (;;) {
+    const size_t f = s.find(d, pos);
+    if (f == std::string::npos || (maxsplit >= 0 && n >= maxsplit)) break;
+    out.push_back(substring(sv, pos, f - pos));
+    pos = f + d.size();
+    ++n;
+  }
+  out.push_back(substring(sv, pos, s.size() - pos));
+  return out;
+}
+
 List py_splitlines(const std::string& s) {
   List out;
   std::string line;
@@ -236,16 +272,17 @@ bool starts_or_ends(const std::string& s, const Value& what, bool start) {
 }
 
 // str.format with "{}", "{0}" and "{name}" fields (no format specs).
-std::string py_format(const std::string& fmt, CallArgs& args) {
-  std::string out;
+Value py_format(const Value& fmt_value, CallArgs& args) {
+  const std::string& fmt = fmt_value.str();
+  TaintedText out;
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     const char c = fmt[i];
     if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') {
-      out += '{';
+      out.append_part(fmt_value, i, 1);
       ++i;
     } else if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
-      out += '}';
+      out.append_part(fmt_value, i, 1);
       ++i;
     } else if (c == '{') {
       const size_t e = fmt.find('}', i);
@@ -265,31 +302,54 @@ std::string py_format(const std::string& fmt, CallArgs& args) {
         v = take_arg(args, SIZE_MAX, field.c_str(), Value::undefined("format: missing key '" + field + "'"));
         require_defined(v);
       }
-      out += v.to_str();
+      out.append(v);
       i = e;
     } else {
-      out += c;
+      out.append_part(fmt_value, i, 1);
     }
   }
-  return out;
+  return std::move(out).value();
 }
 
 Value bound(const std::string& name, Function fn) { return Value::callable(name, std::move(fn)); }
 
+bool args_hold_caller_data(const CallArgs& a) {
+  for (const Value& v : a.positional)
+    if (v.holds_caller_data()) return true;
+  for (const auto& kv : a.keywords)
+    if (kv.second.holds_caller_data()) return true;
+  return false;
+}
+
+Value string_method_result(const Value& self, const std::string& name, CallArgs& a);
+
+// A bound str method. Methods that do not track provenance themselves (upper, zfill, ...) give
+// caller text when the string or an argument held caller data.
 Value string_method(const Value& self, const std::string& name) {
-  const std::string s = self.str();
   static const char* const kNames[] = {
       "strip",   "lstrip",     "rstrip",  "split",   "rsplit",  "startswith", "endswith", "upper",      "lower",
       "title",   "capitalize", "replace", "find",    "rfind",   "count",      "join",     "splitlines", "isdigit",
       "isalpha", "isspace",    "isalnum", "islower", "isupper", "format",     "index",    "zfill"};
   if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; }) == std::end(kNames))
     return Value();
-  return bound("str." + name, [s, name](Interpreter&, CallArgs& a) -> Value {
+  return bound("str." + name, [self, name](Interpreter&, CallArgs& a) -> Value {
+    const bool inputs_from_caller = self.holds_caller_data() || args_hold_caller_data(a);
+    const Value result = string_method_result(self, name, a);
+    return inputs_from_caller && !result.holds_caller_data() ? as_caller_data(result) : result;
+  });
+}
+
+Value string_method_result(const Value& self, const std::string& name, CallArgs& a) {
+  const std::string& s = self.str();
+  {
     if (name == "strip" || name == "lstrip" || name == "rstrip")
-      return Value(py_strip(s, take_arg(a, 0, "chars", Value::none()), name != "rstrip", name != "lstrip"));
+      return strip_value(self, take_arg(a, 0, "chars", Value::none()), name != "rstrip", name != "lstrip");
     if (name == "split") {
       const Value maxsplit = take_arg(a, 1, "maxsplit", Value(-1));
-      return Value(py_split(s, take_arg(a, 0, "sep", Value::none()), need_int(maxsplit, "split")));
+      const Value sep = take_arg(a, 0, "sep", Value::none());
+      if (sep.is_string() && !sep.str().empty())
+        return Value(split_value(self, sep.str(), need_int(maxsplit, "split")));
+      return Value(py_split(s, sep, need_int(maxsplit, "split")));
     }
     if (name == "rsplit") {
       const Value sep = take_arg(a, 0, "sep", Value::none());
@@ -314,9 +374,12 @@ Value string_method(const Value& self, const std::string& name) {
     if (name == "lower") return Value(ascii_lower(s));
     if (name == "title") return Value(py_title(s));
     if (name == "capitalize") return Value(py_capitalize(s));
-    if (name == "replace")
-      return Value(py_replace(s, need_str(take_arg(a, 0, "old"), "replace"), need_str(take_arg(a, 1, "new"), "replace"),
-                              need_int(take_arg(a, 2, "count", Value(-1)), "replace")));
+    if (name == "replace") {
+      const Value to = take_arg(a, 1, "new");
+      need_str(to, "replace");
+      return py_replace(self, need_str(take_arg(a, 0, "old"), "replace"), to,
+                        need_int(take_arg(a, 2, "count", Value(-1)), "replace"));
+    }
     if (name == "find" || name == "rfind" || name == "index") {
       const std::string& sub = need_str(take_arg(a, 0, "sub"), name.c_str());
       const size_t f = name == "rfind" ? s.rfind(sub) : s.find(sub);
@@ -334,14 +397,15 @@ Value string_method(const Value& self, const std::string& name) {
       return Value(n);
     }
     if (name == "join") {
-      std::string out;
+      TaintedText out;
       bool first = true;
       for (const Value& v : iterate(take_arg(a, 0, "iterable"))) {
-        if (!first) out += s;
+        if (!first) out.append(self);
         first = false;
-        out += need_str(v, "join");
+        need_str(v, "join");
+        out.append(v);
       }
-      return Value(std::move(out));
+      return std::move(out).value();
     }
     if (name == "splitlines") return Value(py_splitlines(s));
     if (name == "zfill") {
@@ -351,7 +415,7 @@ Value string_method(const Value& self, const std::string& name) {
       const size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
       return Value(s.substr(0, sign) + std::string(static_cast<size_t>(w - n), '0') + s.substr(sign));
     }
-    if (name == "format") return Value(py_format(s, a));
+    if (name == "format") return py_format(self, a);
     // is* predicates (ASCII classes; Python's are Unicode-wide).
     if (s.empty()) return Value(false);
     bool all = true, any_cased = false;
@@ -371,7 +435,7 @@ Value string_method(const Value& self, const std::string& name) {
     }
     if (name == "islower" || name == "isupper") return Value(all && any_cased);
     return Value(all);
-  });
+  }
 }
 
 Value dict_method(const Value& self, const std::string& name) {
@@ -560,10 +624,8 @@ using FilterFn = Value (*)(Interpreter&, const Value&, CallArgs&);
 const std::map<std::string, FilterFn>& filters() {
   static const std::map<std::string, FilterFn> table = {
       {"tojson", [](Interpreter&, const Value& v, CallArgs& a) { return filter_tojson(v, a); }},
-      {"trim",
-       [](Interpreter&, const Value& v, CallArgs& a) {
-         return Value(py_strip(v.to_str(), take_arg(a, 0, "chars", Value::none()), true, true));
-       }},
+      {"trim", [](Interpreter&, const Value& v,
+                  CallArgs& a) { return strip_value(v, take_arg(a, 0, "chars", Value::none()), true, true); }},
       {"length", [](Interpreter&, const Value& v, CallArgs&) { return Value(python_len(v)); }},
       {"count", [](Interpreter&, const Value& v, CallArgs&) { return Value(python_len(v)); }},
       {"first",
@@ -579,16 +641,16 @@ const std::map<std::string, FilterFn>& filters() {
        }},
       {"join",
        [](Interpreter& in, const Value& v, CallArgs& a) {
-         const std::string sep = take_arg(a, 0, "d", Value("")).to_str();
+         const Value sep = to_text(take_arg(a, 0, "d", Value("")));
          const Value attribute = take_arg(a, 1, "attribute", Value::none());
-         std::string out;
+         TaintedText out;
          bool first = true;
          for (const Value& x : iterate(v)) {
-           if (!first) out += sep;
+           if (!first) out.append(sep);
            first = false;
-           out += (attribute.is_none() ? x : attr_path(in, x, attribute.to_str())).to_str();
+           out.append(attribute.is_none() ? x : attr_path(in, x, attribute.to_str()));
          }
-         return Value(out);
+         return std::move(out).value();
        }},
       {"default",
        [](Interpreter&, const Value& v, CallArgs& a) {
@@ -604,8 +666,8 @@ const std::map<std::string, FilterFn>& filters() {
       {"replace",
        [](Interpreter&, const Value& v, CallArgs& a) {
          const Value count = take_arg(a, 2, "count", Value::none());
-         return Value(py_replace(v.to_str(), take_arg(a, 0, "old").to_str(), take_arg(a, 1, "new").to_str(),
-                                 count.is_none() ? -1 : need_int(count, "replace")));
+         return py_replace(to_text(v), take_arg(a, 0, "old").to_str(), to_text(take_arg(a, 1, "new")),
+                           count.is_none() ? -1 : need_int(count, "replace"));
        }},
       {"list", [](Interpreter&, const Value& v, CallArgs&) { return Value(iterate(v)); }},
       {"map", [](Interpreter& in, const Value& v, CallArgs& a) { return filter_map(in, v, a); }},
@@ -613,7 +675,7 @@ const std::map<std::string, FilterFn>& filters() {
       {"reject", [](Interpreter& in, const Value& v, CallArgs& a) { return filter_select(in, v, a, false, false); }},
       {"selectattr", [](Interpreter& in, const Value& v, CallArgs& a) { return filter_select(in, v, a, true, true); }},
       {"rejectattr", [](Interpreter& in, const Value& v, CallArgs& a) { return filter_select(in, v, a, true, false); }},
-      {"string", [](Interpreter&, const Value& v, CallArgs&) { return Value(v.to_str()); }},
+      {"string", [](Interpreter&, const Value& v, CallArgs&) { return to_text(v); }},
       {"safe", [](Interpreter&, const Value& v, CallArgs&) { return v.is_markup() ? v : Value::markup(v.to_str()); }},
       {"e", [](Interpreter&, const Value& v,
                CallArgs&) { return v.is_markup() ? v : Value::markup(html_escape(v.to_str())); }},
@@ -797,30 +859,30 @@ const std::map<std::string, FilterFn>& filters() {
        [](Interpreter&, const Value& v, CallArgs& a) {
          // "%s"-style formatting with %s, %d and %%.
          const std::string& fmt = need_str(v, "format");
-         std::string out;
+         TaintedText out;
          size_t next = 0;
          for (size_t i = 0; i < fmt.size(); ++i) {
            if (fmt[i] != '%' || i + 1 >= fmt.size()) {
-             out += fmt[i];
+             out.append_part(v, i, 1);
              continue;
            }
            const char c = fmt[++i];
            if (c == '%') {
-             out += '%';
+             out.append_part(v, i, 1);
              continue;
            }
            if (next >= a.positional.size()) fail("format: not enough arguments for format string");
            const Value& arg = a.positional[next++];
            if (c == 's')
-             out += arg.to_str();
+             out.append(arg);
            else if (c == 'd')
-             out += std::to_string(static_cast<int64_t>(arg.as_double()));
+             out.append(std::to_string(static_cast<int64_t>(arg.as_double())), arg.holds_caller_data());
            else if (c == 'r')
-             out += arg.repr();
+             out.append(arg.repr(), arg.holds_caller_data());
            else
              fail(std::string("format: unsupported conversion %") + c);
          }
-         return Value(out);
+         return std::move(out).value();
        }},
   };
   return table;
@@ -908,7 +970,11 @@ std::string canonical_filter(const std::string& name) {
 Value run_filter(Interpreter& in, const std::string& name, const Value& operand, CallArgs& args) {
   auto it = filters().find(canonical_filter(name));
   if (it == filters().end()) fail("unknown filter '" + name + "'");
-  return it->second(in, operand, args);
+  // A filter that does not track provenance itself (upper, tojson, indent, ...) gives caller text
+  // when any of its inputs held caller data.
+  const bool inputs_from_caller = operand.holds_caller_data() || args_hold_caller_data(args);
+  const Value result = it->second(in, operand, args);
+  return inputs_from_caller && !result.holds_caller_data() ? as_caller_data(result) : result;
 }
 
 bool run_test(Interpreter& in, const std::string& name, const Value& operand, CallArgs& args) {

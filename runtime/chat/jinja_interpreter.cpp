@@ -44,6 +44,12 @@ std::vector<int64_t> slice_indices(int64_t n, const Value& start, const Value& s
 
 }  // namespace
 
+Value substring(const Value& s, size_t begin, size_t n) {
+  TaintedText t;
+  t.append_part(s, begin, n);
+  return std::move(t).value();
+}
+
 int64_t python_len(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::string:
@@ -73,7 +79,11 @@ List iterate(const Value& v) {
     }
     case Value::Kind::string: {
       List chars;
-      for (auto& c : utf8_chars(v.str())) chars.emplace_back(std::move(c));
+      size_t offset = 0;
+      for (const auto& c : utf8_chars(v.str())) {
+        chars.push_back(substring(v, offset, c.size()));
+        offset += c.size();
+      }
       return chars;
     }
     default:
@@ -89,10 +99,15 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   };
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
-      if (a.is_markup() || b.is_markup())  // Markup + str escapes the plain side
-        return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
-                             (b.is_markup() ? b.str() : html_escape(b.str())));
-      return Value(a.str() + b.str());
+      if (a.is_markup() || b.is_markup()) {  // Markup + str escapes the plain side
+        Value m = Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
+                                (b.is_markup() ? b.str() : html_escape(b.str())));
+        return a.holds_caller_data() || b.holds_caller_data() ? as_caller_data(m) : m;
+      }
+      TaintedText t;
+      t.append(a);
+      t.append(b);
+      return std::move(t).value();
     }
     if (a.is_list() && b.is_list()) {
       List l = a.list();
@@ -109,9 +124,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
           seq->is_string() ? static_cast<int64_t>(seq->str().size()) : static_cast<int64_t>(seq->list().size());
       if (unit > 0 && n > (int64_t{64} << 20) / unit) throw JinjaError("repeated sequence is too large");
       if (seq->is_string()) {
-        std::string s;
-        for (int64_t i = 0; i < n; ++i) s += seq->str();
-        return Value(std::move(s));
+        TaintedText t;
+        for (int64_t i = 0; i < n; ++i) t.append(*seq);
+        return std::move(t).value();
       }
       List l;
       for (int64_t i = 0; i < n; ++i) l.insert(l.end(), seq->list().begin(), seq->list().end());
@@ -178,6 +193,10 @@ void Interpreter::charge_output(size_t n) {
 }
 
 std::string Interpreter::render(const Body& body, const Dict& variables) {
+  return render_with_provenance(body, variables).text;
+}
+
+TaintedText Interpreter::render_with_provenance(const Body& body, const Dict& variables) {
   auto globals = std::make_shared<Frame>();
   Dict g;
   add_globals(g);
@@ -186,7 +205,7 @@ std::string Interpreter::render(const Body& body, const Dict& variables) {
   for (const auto& [k, v] : variables.items)
     if (k.is_string()) (*root)[k.str()] = v;
   scopes_ = {globals, root};
-  std::string out;
+  TaintedText out;
   if (exec_body(body, out) != Flow::normal) throw JinjaError("'break' or 'continue' outside a for loop");
   return out;
 }
@@ -201,7 +220,7 @@ Value Interpreter::lookup(const std::string& name) const {
 
 void Interpreter::assign(const std::string& name, Value v) { (*scopes_.back())[name] = std::move(v); }
 
-Interpreter::Flow Interpreter::exec_body(const Body& body, std::string& out) {
+Interpreter::Flow Interpreter::exec_body(const Body& body, TaintedText& out) {
   for (const auto& s : body) {
     Flow f = exec(*s, out);
     if (f != Flow::normal) return f;
@@ -209,18 +228,18 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, std::string& out) {
   return Flow::normal;
 }
 
-Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
+Interpreter::Flow Interpreter::exec(const Stmt& s, TaintedText& out) {
   step();
   try {
     switch (s.kind) {
       case StmtKind::text:
         charge_output(s.text.size());
-        out += s.text;
+        out.append(s.text, false);
         return Flow::normal;
       case StmtKind::output: {
-        const std::string text = eval(*s.expr).to_str();
-        charge_output(text.size());
-        out += text;
+        const Value text = to_text(eval(*s.expr));
+        charge_output(text.str().size());
+        out.append(text);
         return Flow::normal;
       }
       case StmtKind::if_:
@@ -250,9 +269,9 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
         return Flow::normal;
       }
       case StmtKind::set_block: {
-        std::string text;
+        TaintedText text;
         exec_body(s.body, text);
-        Value v(std::move(text));
+        Value v = std::move(text).value();
         if (s.expr) {
           // The filter chain's innermost operand is the placeholder name "".
           assign("", v);
@@ -272,19 +291,19 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
         CallArgs args;
         eval_args(call, 1, &args);
         args.keywords.emplace_back("caller", caller);
-        const std::string text = this->call(fn, args, s.line).to_str();
-        charge_output(text.size());
-        out += text;
+        const Value text = to_text(this->call(fn, args, s.line));
+        charge_output(text.str().size());
+        out.append(text);
         return Flow::normal;
       }
       case StmtKind::filter_block: {
-        std::string text;
+        TaintedText text;
         exec_body(s.body, text);
-        assign("", Value(std::move(text)));
-        const std::string result = eval(*s.expr).to_str();
+        assign("", std::move(text).value());
+        const Value result = to_text(eval(*s.expr));
         scopes_.back()->erase("");
-        charge_output(result.size());
-        out += result;
+        charge_output(result.str().size());
+        out.append(result);
         return Flow::normal;
       }
       case StmtKind::break_:
@@ -299,7 +318,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
   return Flow::normal;
 }
 
-void Interpreter::exec_for(const Stmt& s, std::string& out) {
+void Interpreter::exec_for(const Stmt& s, TaintedText& out) {
   const Value iterable = eval(*s.expr);
   if (iterable.is_none()) throw JinjaError("'NoneType' object is not iterable");
   List all = iterate(iterable);
@@ -429,9 +448,9 @@ Value Interpreter::make_macro(const std::string& name, const std::vector<Param>&
         (*frame)[params[i].name] = params[i].default_value
                                        ? eval(*params[i].default_value)
                                        : Value::undefined("parameter '" + params[i].name + "' was not provided");
-    std::string out;
+    TaintedText out;
     exec_body(body, out);
-    return Value(std::move(out));
+    return std::move(out).value();
   });
 }
 
@@ -501,11 +520,11 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
         if (i < 0 || i >= n) return Value::undefined("list object has no element " + key.repr());
         return obj.list()[static_cast<size_t>(i)];
       }
-      auto chars = utf8_chars(obj.str());
+      const List chars = iterate(obj);
       const int64_t n = static_cast<int64_t>(chars.size());
       const int64_t i = normalize_index(key.as_int(), n);
       if (i < 0 || i >= n) return Value::undefined("str object has no element " + key.repr());
-      return Value(chars[static_cast<size_t>(i)]);
+      return chars[static_cast<size_t>(i)];
     }
     default:
       return Value::undefined(std::string("'") + obj.type_name() + " object' has no element " + key.repr());
@@ -550,11 +569,11 @@ Value Interpreter::eval(const Expr& e) {
         return Value(std::move(out));
       }
       if (obj.is_string()) {
-        auto chars = utf8_chars(obj.str());
-        std::string out;
+        const List chars = iterate(obj);
+        TaintedText out;
         for (int64_t i : slice_indices(static_cast<int64_t>(chars.size()), parts[0], parts[1], parts[2]))
-          out += chars[static_cast<size_t>(i)];
-        return Value(std::move(out));
+          out.append(chars[static_cast<size_t>(i)]);
+        return std::move(out).value();
       }
       throw JinjaError(std::string("'") + obj.type_name() + "' object is not subscriptable");
     }
@@ -618,7 +637,12 @@ Value Interpreter::eval_binary(const Expr& e) {
   }
   const Value a = eval(*e.args[0]);
   const Value b = eval(*e.args[1]);
-  if (op == "~") return Value(a.to_str() + b.to_str());
+  if (op == "~") {
+    TaintedText t;
+    t.append(a);
+    t.append(b);
+    return std::move(t).value();
+  }
   if (op == "==") return Value(equals(a, b));
   if (op == "!=") return Value(!equals(a, b));
   if (op == "<") return Value(less(a, b));

@@ -26,6 +26,8 @@ class Interpreter {
 
   // Renders `body` with `variables` (and the built-in globals). Throws JinjaError.
   std::string render(const Body& body, const Dict& variables);
+  // The same, with the byte ranges of the output that came from the caller's data.
+  TaintedText render_with_provenance(const Body& body, const Dict& variables);
 
   // Calls a callable value (used by filters such as map and by the built-ins).
   Value call(const Value& fn, CallArgs& args, int line);
@@ -46,9 +48,9 @@ class Interpreter {
   using Frame = std::unordered_map<std::string, Value>;
   enum class Flow { normal, break_, continue_ };
 
-  Flow exec_body(const Body& body, std::string& out);
-  Flow exec(const Stmt& s, std::string& out);
-  void exec_for(const Stmt& s, std::string& out);
+  Flow exec_body(const Body& body, TaintedText& out);
+  Flow exec(const Stmt& s, TaintedText& out);
+  void exec_for(const Stmt& s, TaintedText& out);
   Value eval(const Expr& e);
   Value eval_binary(const Expr& e);
   Value eval_call(const Expr& e);
@@ -68,6 +70,8 @@ class Interpreter {
 
 // Python arithmetic on template values ("+", "-", "*", "/", "//", "%", "**").
 Value arithmetic(const std::string& op, const Value& a, const Value& b);
+// Bytes [begin, begin + n) of string s, with their caller ranges.
+Value substring(const Value& s, size_t begin, size_t n);
 // Python's len() for str (code points), list and dict; throws for other types.
 int64_t python_len(const Value& v);
 // The items iterating `v` yields (a dict yields its keys, a str its characters, Undefined nothing).

@@ -27,7 +27,7 @@ Value from_json(const nlohmann::ordered_json& j, uint32_t level) {
     case nlohmann::ordered_json::value_t::number_float:
       return Value(j.get<double>());
     case nlohmann::ordered_json::value_t::string:
-      return Value(j.get<std::string>());
+      return Value::caller_string(j.get<std::string>());  // every JSON input is the caller's data
     case nlohmann::ordered_json::value_t::array: {
       List l;
       l.reserve(j.size());
@@ -36,7 +36,8 @@ Value from_json(const nlohmann::ordered_json& j, uint32_t level) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
-      for (auto it = j.begin(); it != j.end(); ++it) d.set(Value(it.key()), from_json(it.value(), level + 1));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d.set(Value::caller_string(it.key()), from_json(it.value(), level + 1));
       return Value::dict(std::move(d));
     }
     default:

@@ -16,6 +16,85 @@ Value Value::undefined(std::string hint) {
 
 Value::Value(std::string s) : kind_(Kind::string), str_(std::make_shared<const std::string>(std::move(s))) {}
 
+Value::Value(std::string s, ByteRanges caller) : Value(std::move(s)) {
+  if (!caller.empty()) caller_ = std::make_shared<const ByteRanges>(std::move(caller));
+}
+
+Value Value::caller_string(std::string s) {
+  const size_t n = s.size();
+  return n == 0 ? Value(std::move(s)) : Value(std::move(s), ByteRanges{{0, n}});
+}
+
+Value Value::with_caller_ranges(ByteRanges caller) const {
+  Value v = *this;
+  v.caller_ = caller.empty() ? nullptr : std::make_shared<const ByteRanges>(std::move(caller));
+  return v;
+}
+
+const ByteRanges& Value::caller_ranges() const {
+  static const ByteRanges kNone;
+  return caller_ ? *caller_ : kNone;
+}
+
+bool Value::holds_caller_data() const {
+  switch (kind_) {
+    case Kind::string:
+      return caller_ != nullptr;
+    case Kind::list:
+    case Kind::dict:
+      return holds_caller_;
+    case Kind::namespace_:  // mutable: asked each time
+      for (const auto& kv : dict_->items)
+        if (kv.first.holds_caller_data() || kv.second.holds_caller_data()) return true;
+      return false;
+    default:
+      return false;
+  }
+}
+
+void TaintedText::append(std::string_view s, bool from_caller) {
+  if (from_caller) add_range(caller, text.size(), text.size() + s.size());
+  text += s;
+}
+
+void TaintedText::append(const Value& v) {
+  if (!v.is_string()) {
+    append(v.to_str(), v.holds_caller_data());
+    return;
+  }
+  append_part(v, 0, v.str().size());
+}
+
+void TaintedText::append_part(const Value& v, size_t begin, size_t n) {
+  const size_t base = text.size();
+  const size_t end = begin + n;
+  text.append(v.str(), begin, n);
+  for (const ByteRange& r : v.caller_ranges()) {
+    if (r.end <= begin) continue;
+    if (r.begin >= end) break;
+    add_range(caller, base + std::max(r.begin, begin) - begin, base + std::min(r.end, end) - begin);
+  }
+}
+
+Value TaintedText::value() && { return Value(std::move(text), std::move(caller)); }
+
+Value to_text(const Value& v) {
+  if (v.is_string()) return v;
+  TaintedText t;
+  t.append(v);
+  return std::move(t).value();
+}
+
+Value as_caller_data(const Value& v) {
+  if (v.is_string()) return v.str().empty() ? v : v.with_caller_ranges(ByteRanges{{0, v.str().size()}});
+  if (v.is_list()) {
+    List l;
+    for (const Value& x : v.list()) l.push_back(as_caller_data(x));
+    return v.is_tuple() ? Value::tuple(std::move(l)) : Value(std::move(l));
+  }
+  return v;
+}
+
 namespace {
 
 uint32_t nested_depth(const List& l) {
@@ -38,12 +117,15 @@ uint32_t nested_depth(const Dict& dict) {
 
 Value::Value(List l) : kind_(Kind::list) {
   depth_ = nested_depth(l);
+  for (const Value& x : l) holds_caller_ = holds_caller_ || x.holds_caller_data();
   list_ = std::make_shared<const List>(std::move(l));
 }
 
 Value Value::dict(Dict d) {
   Value v(Kind::dict);
   v.depth_ = nested_depth(d);
+  for (const auto& kv : d.items)
+    v.holds_caller_ = v.holds_caller_ || kv.first.holds_caller_data() || kv.second.holds_caller_data();
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;
 }

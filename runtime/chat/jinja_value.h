@@ -8,8 +8,11 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "runtime/util/byte_range.h"
 
 namespace lmrt::jinja {
 
@@ -54,6 +57,10 @@ class Value {
   Value(int64_t v) : kind_(Kind::integer), i_(v) {}
   Value(double v) : kind_(Kind::floating), f_(v) {}
   Value(std::string s);
+  // A string of which the bytes in `caller` came from the caller's data (see caller_ranges()).
+  Value(std::string s, ByteRanges caller);
+  // A string that came whole from the caller's data (a JSON input).
+  static Value caller_string(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   Value(List l);
   // A Python tuple: a list that prints as (a, b) (item pairs, tuple literals).
@@ -98,6 +105,14 @@ class Value {
     v.markup_ = true;
     return v;
   }
+  // Provenance, so that a rendered chat can be tokenized with only the template's own text special:
+  // the byte ranges of a string that came from the caller's data (message contents, names, tool
+  // arguments, extra variables), carried through concatenation, slicing and the filters.
+  const ByteRanges& caller_ranges() const;
+  // This string (markup or not) with other caller ranges.
+  Value with_caller_ranges(ByteRanges caller) const;
+  // Whether this value is or holds (in a list, dict or namespace) a string with caller bytes.
+  bool holds_caller_data() const;
   // For an undefined value: what was looked up ("'x' is undefined").
   const std::string& undefined_hint() const { return hint_; }
 
@@ -118,11 +133,33 @@ class Value {
   std::shared_ptr<const List> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<const Callable> callable_;
+  std::shared_ptr<const ByteRanges> caller_;  // strings only; null: all from the template
+  bool holds_caller_ = false;                 // lists and dicts: computed when built
   std::string hint_;
   bool markup_ = false;
   bool tuple_ = false;
   uint32_t depth_ = 0;  // nesting of lists and dicts, bounded so that recursion over values is safe
 };
+
+// A string under construction that keeps its caller ranges: the output of a render, a captured
+// block, a concatenation.
+struct TaintedText {
+  std::string text;
+  ByteRanges caller;
+
+  // Appends bytes from the template (from_caller false) or from the caller's data.
+  void append(std::string_view s, bool from_caller);
+  // Appends str(v); a string keeps its ranges, any other value is caller text if it holds caller data.
+  void append(const Value& v);
+  // Appends bytes [begin, begin + n) of string `v` with their ranges.
+  void append_part(const Value& v, size_t begin, size_t n);
+  Value value() &&;
+};
+
+// str(v) as a string value with provenance (a string is returned as is).
+Value to_text(const Value& v);
+// v with every string in it (recursively through lists) marked as caller data.
+Value as_caller_data(const Value& v);
 
 // How deeply lists and dicts may nest (JSON input and values a template builds).
 constexpr uint32_t kMaxValueDepth = 512;

@@ -118,7 +118,9 @@ bool Tokenizer::is_control(int32_t id) const {
 // occurrences left to right within the text fragments left by the tokens before it (llama.cpp's order).
 // Without parse_special nothing is split: unlike llama.cpp, which always matches user-defined tokens
 // (e.g. Qwen's "<tool_call>"), text from a user can then never become a token of the chat format.
-void Tokenizer::split_special(std::string_view text, bool parse_special, std::vector<Fragment>* fragments) const {
+// An occurrence overlapping one of `plain` (when given) is left as text.
+void Tokenizer::split_special(std::string_view text, bool parse_special, const ByteRanges* plain,
+                              std::vector<Fragment>* fragments) const {
   fragments->clear();
   if (text.empty()) return;
   fragments->push_back({-1, 0, text.size()});
@@ -134,12 +136,17 @@ void Tokenizer::split_special(std::string_view text, bool parse_special, std::ve
         continue;
       }
       const std::string_view piece = text.substr(f.offset, f.length);
-      size_t start = 0;
-      for (size_t hit = piece.find(special); hit != std::string_view::npos; hit = piece.find(special, start)) {
+      size_t start = 0;  // the piece's text before `start` is in `next` already
+      size_t from = 0;   // where to look for the next occurrence
+      for (size_t hit = piece.find(special); hit != std::string_view::npos; hit = piece.find(special, from)) {
+        if (plain != nullptr && overlaps(*plain, f.offset + hit, f.offset + hit + special.size())) {
+          from = hit + 1;
+          continue;
+        }
         found = true;
         if (hit > start) next.push_back({-1, f.offset + start, hit - start});
-        next.push_back({id, 0, 0});
-        start = hit + special.size();
+        next.push_back({id, f.offset + hit, special.size()});
+        start = from = hit + special.size();
       }
       if (start < piece.size()) next.push_back({-1, f.offset + start, piece.size() - start});
     }
@@ -148,6 +155,18 @@ void Tokenizer::split_special(std::string_view text, bool parse_special, std::ve
 }
 
 Status Tokenizer::encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>* out) const {
+  return encode_fragments(text, add_special, parse_special, nullptr, out);
+}
+
+Status Tokenizer::encode_chat(std::string_view text, const ByteRanges& plain, std::vector<int32_t>* out) const {
+  LMRT_RETURN_IF_ERROR(encode_fragments(text, /*add_special=*/false, /*parse_special=*/true, &plain, out));
+  // One BOS: the vocabulary's, unless the template already wrote it.
+  if (vocab_.add_bos && (out->empty() || out->front() != vocab_.bos_id)) out->insert(out->begin(), vocab_.bos_id);
+  return Status::Ok();  // no EOS: the prompt goes on with the model's reply
+}
+
+Status Tokenizer::encode_fragments(std::string_view text, bool add_special, bool parse_special, const ByteRanges* plain,
+                                   std::vector<int32_t>* out) const {
   out->clear();
   LMRT_RETURN_IF_ERROR(validate_utf8(text));
   if (text.size() > UINT32_MAX / 4) {
@@ -155,7 +174,7 @@ Status Tokenizer::encode(std::string_view text, bool add_special, bool parse_spe
   }
   if (add_special && vocab_.add_bos) out->push_back(vocab_.bos_id);  // validate() ensured it exists
   std::vector<Fragment> fragments;
-  split_special(text, parse_special, &fragments);
+  split_special(text, parse_special, plain, &fragments);
   bool starts_sequence = true;  // the start of the text counts as following a special token
   for (const Fragment& f : fragments) {
     if (f.token >= 0) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/tokenizer/vocab.h"
+#include "runtime/util/byte_range.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
@@ -36,6 +37,11 @@ class Tokenizer {
   // or invalid_argument when there is no unknown token. Errors: bad_utf8 with the byte offset of the first malformed
   // character; invalid_argument for a text too long to tokenize.
   Status encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>* out) const;
+
+  // A rendered chat: encode with parse_special, except that a special-token text overlapping one of
+  // `plain` (the caller's message text, sorted) stays text. BOS is added when the vocabulary asks for
+  // it and the text does not already begin with it (a template that writes bos_token itself); never EOS.
+  Status encode_chat(std::string_view text, const ByteRanges& plain, std::vector<int32_t>* out) const;
 
   // Replaces *out with the bytes `id` stands for: normal tokens decoded the kind's way, <0xXX> byte
   // tokens as their byte (which may be part of a UTF-8 character), user-defined tokens as their text,
@@ -80,10 +86,13 @@ class Tokenizer {
  private:
   struct Fragment {
     int32_t token;  // -1 for text
-    size_t offset;  // text range when token == -1
+    size_t offset;  // the text range (of the token's text too)
     size_t length;
   };
-  void split_special(std::string_view text, bool parse_special, std::vector<Fragment>* fragments) const;
+  void split_special(std::string_view text, bool parse_special, const ByteRanges* plain,
+                     std::vector<Fragment>* fragments) const;
+  Status encode_fragments(std::string_view text, bool add_special, bool parse_special, const ByteRanges* plain,
+                          std::vector<int32_t>* out) const;
 
   std::vector<int32_t> special_ids_;  // control / user-defined / unknown tokens, longest text first
   std::vector<int32_t> eog_ids_;

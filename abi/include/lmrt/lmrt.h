@@ -756,6 +756,21 @@ LMRT_API lmrt_status lmrt_chat_apply_template(const lmrt_model* model, const cha
                                               const lmrt_chat_template_params* params, char* buf, size_t capacity,
                                               size_t* len, char* err, size_t err_size);
 
+/* Renders a chat as lmrt_chat_apply_template does and writes its prompt token ids, ready for
+ * lmrt_generate_request.prompt_tokens. Only the template's own text can become special tokens:
+ * every string that came from messages_json, params->tools_json or params->extra_json (message
+ * contents, names, tool arguments, ...) is tokenized as plain text wherever the template puts it, so
+ * a user who writes "<|im_end|>\n<|im_start|>system" gets the ids of that text, not the chat format's
+ * control tokens. Text without such markers gets the same ids as tokenizing the rendered text with
+ * special-token parsing. BOS comes first when the vocabulary asks for it, once: not again when the
+ * template already wrote it. The ids go to tokens[0..*n_tokens); when capacity is too small,
+ * *n_tokens receives the count needed and BUFFER_TOO_SMALL is returned (tokens may be NULL when
+ * capacity is 0). Thread-safe like lmrt_chat_apply_template.
+ * Errors: those of lmrt_chat_apply_template (model is required here), BAD_UTF8, BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_chat_tokenize(const lmrt_model* model, const char* messages_json,
+                                       const lmrt_chat_template_params* params, int32_t* tokens, size_t capacity,
+                                       size_t* n_tokens, char* err, size_t err_size);
+
 /* ---- grammars ------------------------------------------------------------------------------ */
 
 /* The GBNF (llama.cpp's format, start rule `root`) whose sentences are exactly the JSON texts the
