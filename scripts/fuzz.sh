@@ -35,7 +35,8 @@ declare -A sources=(
   [fuzz_sampler_spec]="${spec[*]}"
   [fuzz_plugin_config]=""
   [fuzz_chat_template]="${chat[*]} ${reader[*]} ${formats[*]}"
-  [fuzz_server_request]="examples/server/api_request.cpp examples/server/chat_template.cpp examples/server/prompt_tokens.cpp"
+  [fuzz_server_request]="examples/server/api_request.cpp examples/server/chat_template.cpp examples/server/prompt_tokens.cpp
+    examples/server/tool_call_grammar.cpp examples/server/tool_calls.cpp"
 )
 # Targets built from another target's source, with their own data file.
 declare -A source_of=([fuzz_spm_tokenizer]=fuzz_tokenizer [fuzz_bpe_tokenizer]=fuzz_tokenizer)

@@ -1,9 +1,12 @@
 #include "api_request.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "tool_call_grammar.h"
 
 namespace server {
 namespace {
@@ -122,30 +125,67 @@ std::optional<ApiError> parse_logit_bias(const Fields& f, uint32_t n_vocab, std:
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_message_content(const json& content, size_t index, std::string* out) {
-  const std::string param = "messages[" + std::to_string(index) + "].content";
-  if (content.is_null()) return std::nullopt;
-  if (content.is_string()) {
-    *out = content.get<std::string>();
+std::optional<ApiError> parse_message_content(const json& content, const std::string& param, json* out) {
+  if (content.is_null() || content.is_string()) {
+    *out = content;
     return std::nullopt;
   }
   if (!content.is_array()) return bad(param, "'" + param + "' must be a string or an array of content parts");
+  std::string text;
   for (const auto& part : content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       return bad(param, "'" + param + "' parts must be objects with a 'type'");
     if (part["type"] != "text") return bad(param, "'" + param + "': only text content parts are supported");
     if (!part.contains("text") || !part["text"].is_string())
       return bad(param, "'" + param + "' text parts need a string 'text'");
-    *out += part["text"].get<std::string>();
+    text += part["text"].get<std::string>();
+  }
+  *out = text;
+  return std::nullopt;
+}
+
+bool valid_function_name(const json& name) {
+  if (!name.is_string()) return false;
+  const std::string& s = name.get_ref<const std::string&>();
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  return true;
+}
+
+// An assistant message's tool_calls as templates read them: function.arguments as the object the
+// JSON string holds (transformers' templates write it with tojson), as llama.cpp passes it.
+std::optional<ApiError> parse_tool_calls_field(const json& calls, const std::string& param, json* out) {
+  if (!calls.is_array()) return bad(param, "'" + param + "' must be an array");
+  *out = json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const json& c = calls[k];
+    const std::string at = param + "[" + std::to_string(k) + "]";
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object())
+      return bad(at, "'" + at + "' must be an object with a 'function'");
+    const json& fn = c["function"];
+    if (!fn.contains("name") || !fn["name"].is_string()) return bad(at, "'" + at + ".function.name' must be a string");
+    json args = fn.contains("arguments") ? fn["arguments"] : json::object();
+    if (args.is_string()) {
+      json parsed = json::parse(args.get<std::string>(), nullptr, false);
+      if (!parsed.is_discarded()) args = parsed;
+    }
+    json call = {{"type", "function"}, {"function", {{"name", fn["name"]}, {"arguments", args}}}};
+    if (c.contains("id")) {
+      if (!c["id"].is_string()) return bad(at, "'" + at + ".id' must be a string");
+      call["id"] = c["id"];
+    }
+    out->push_back(std::move(call));
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_messages(const Fields& f, ChatTemplate t, ApiRequest* out) {
+// The messages as the template reads them (OpenAI's fields, normalised).
+std::optional<ApiError> parse_messages(const Fields& f, json* out) {
   const json* v = f.get("messages");
   if (v == nullptr) return bad("messages", "'messages' is required");
   if (!v->is_array() || v->empty()) return bad("messages", "'messages' must be a non-empty array");
-  std::vector<ChatMessage> messages;
+  *out = json::array();
   for (size_t i = 0; i < v->size(); ++i) {
     const json& m = (*v)[i];
     const std::string param = "messages[" + std::to_string(i) + "]";
@@ -155,15 +195,163 @@ std::optional<ApiError> parse_messages(const Fields& f, ChatTemplate t, ApiReque
     const std::string r = role->get<std::string>();
     if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool")
       return bad(param + ".role", "'" + param + ".role' must be system, developer, user, assistant or tool");
-    ChatMessage msg{r == "developer" ? "system" : r, ""};
-    auto content = m.find("content");
-    if (content != m.end()) RETURN_IF_ERROR(parse_message_content(*content, i, &msg.content));
-    messages.push_back(std::move(msg));
+    json msg = {{"role", r == "developer" ? "system" : r}, {"content", nullptr}};
+    if (auto c = m.find("content"); c != m.end())
+      RETURN_IF_ERROR(parse_message_content(*c, param + ".content", &msg["content"]));
+    if (r == "assistant")
+      if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null())
+        RETURN_IF_ERROR(parse_tool_calls_field(*tc, param + ".tool_calls", &msg["tool_calls"]));
+    for (const char* key : {"tool_call_id", "name"}) {
+      auto it = m.find(key);
+      if (it == m.end() || it->is_null()) continue;
+      if (!it->is_string()) return bad(param + "." + key, "'" + param + "." + key + "' must be a string");
+      msg[key] = *it;
+    }
+    if (r == "tool" && !msg.contains("tool_call_id"))
+      return bad(param + ".tool_call_id", "'" + param + ".tool_call_id' is required in a tool message");
+    out->push_back(std::move(msg));
   }
-  out->chat_parts = render_chat_parts(t, messages);
-  out->markers = chat_template_markers(t);
-  out->prompts.push_back(render_chat(t, messages));
-  for (auto& s : chat_template_stops(t)) out->sampling.stop.push_back(s);
+  return std::nullopt;
+}
+
+// tools and tool_choice. *tools receives the tools the template sees (none for "none"), *forced
+// the tools a call is forced among (empty unless "required" or a named function).
+std::optional<ApiError> parse_tools(const Fields& f, json* tools, json* forced, bool* parse_calls) {
+  *tools = json();
+  *forced = json::array();
+  *parse_calls = false;
+  const json* v = f.get("tools");
+  if (v != nullptr) {
+    if (!v->is_array()) return bad("tools", "'tools' must be an array of function tools");
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& t = (*v)[i];
+      const std::string param = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object())
+        return bad(param, "'" + param + "' must be {\"type\": \"function\", \"function\": {...}}");
+      const json& fn = t["function"];
+      if (!fn.contains("name") || !valid_function_name(fn["name"]))
+        return bad(param + ".function.name",
+                   "'" + param + ".function.name' must be 1 to 64 letters, digits, '_' or '-'");
+      if (fn.contains("parameters") && !fn["parameters"].is_null() && !fn["parameters"].is_object())
+        return bad(param + ".function.parameters", "'" + param + ".function.parameters' must be a JSON Schema object");
+    }
+    if (!v->empty()) *tools = *v;
+  }
+  const json* choice = f.get("tool_choice");
+  std::string mode = tools->is_null() ? "none" : "auto";
+  std::string named;
+  if (choice != nullptr) {
+    if (choice->is_string()) {
+      mode = choice->get<std::string>();
+      if (mode != "none" && mode != "auto" && mode != "required")
+        return bad("tool_choice",
+                   "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                   "{\"type\": \"function\", \"function\": {\"name\": ...}}, not \"" +
+                       mode + "\"");
+    } else if (choice->is_object() && choice->value("type", "") == "function" && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
+      mode = "named";
+      named = (*choice)["function"]["name"].get<std::string>();
+    } else {
+      return bad("tool_choice",
+                 "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                 "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+  }
+  if (mode != "none" && tools->is_null())
+    return bad("tool_choice", "'tool_choice' \"" + mode + "\" needs a non-empty 'tools'");
+  if (mode == "none") {
+    *tools = json();
+    return std::nullopt;
+  }
+  *parse_calls = true;
+  if (mode == "required") *forced = *tools;
+  if (mode == "named") {
+    for (const json& t : *tools)
+      if (t["function"]["name"] == named) forced->push_back(t);
+    if (forced->empty()) return bad("tool_choice", "'tool_choice' names '" + named + "', which is not in 'tools'");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_schema(const std::string& param, const std::string& schema) {
+  std::string error;
+  if (json_schema_grammar(schema, &error)) return std::nullopt;
+  return bad(param, "'" + param + "': " + error);
+}
+
+// OpenAI's response_format, and llama.cpp's grammar and json_schema fields.
+std::optional<ApiError> parse_constraints(const Fields& f, SamplingParams* s) {
+  if (const json* rf = f.get("response_format")) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+      return bad("response_format", "'response_format' must be an object with a string 'type'");
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "json_object") {
+      s->json_schema = R"({"type":"object"})";
+    } else if (type == "json_schema") {
+      auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object())
+        return bad("response_format.json_schema", "'response_format.json_schema' must be an object");
+      auto schema = js->find("schema");
+      if (schema != js->end() && !schema->is_null() && !schema->is_object() && !schema->is_boolean())
+        return bad("response_format.json_schema.schema", "'response_format.json_schema.schema' must be a JSON Schema");
+      s->json_schema = schema == js->end() || schema->is_null() ? R"({"type":"object"})" : schema->dump();
+      RETURN_IF_ERROR(check_schema("response_format.json_schema.schema", s->json_schema));
+    } else if (type != "text") {
+      return bad("response_format.type",
+                 "'response_format.type' \"" + type + "\" is not supported (text, json_object, json_schema)");
+    }
+  }
+  if (const json* g = f.get("grammar")) {
+    if (!g->is_string()) return bad("grammar", "'grammar' must be a string (GBNF)");
+    if (!s->json_schema.empty()) return bad("grammar", "'grammar' cannot be combined with 'response_format' JSON");
+    s->grammar = g->get<std::string>();
+  }
+  if (const json* js = f.get("json_schema")) {
+    if (!js->is_object()) return bad("json_schema", "'json_schema' must be a JSON Schema object");
+    if (!s->json_schema.empty() || !s->grammar.empty())
+      return bad("json_schema", "'json_schema' cannot be combined with 'grammar' or 'response_format' JSON");
+    s->json_schema = js->dump();
+    RETURN_IF_ERROR(check_schema("json_schema", s->json_schema));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_chat(const Fields& f, const ModelFacts& model, ApiRequest* out) {
+  json messages, tools, forced;
+  RETURN_IF_ERROR(parse_messages(f, &messages));
+  RETURN_IF_ERROR(parse_tools(f, &tools, &forced, &out->parse_tool_calls));
+  if (model.templates == nullptr) {
+    ApiError e = bad("", "the server has no chat template");
+    e.status = 500;
+    e.type = "server_error";
+    return e;
+  }
+  const ChatTemplates& t = *model.templates;
+  out->tool_format = t.tool_format;
+  RenderError why;
+  auto prompt = render_chat(model.model, t, messages.dump(), tools.is_null() ? "" : tools.dump(), &why);
+  if (!prompt) {
+    ApiError e = bad("messages", why.message);
+    if (!why.client_fault) {
+      e.status = 500;
+      e.type = "server_error";
+      e.param.clear();
+    }
+    return e;
+  }
+  out->chat_tokens = std::move(prompt->tokens);
+  out->prompts.push_back(std::move(prompt->text));
+  for (const auto& s : t.stops) out->sampling.stop.push_back(s);
+  if (!forced.empty()) {
+    if (!out->sampling.grammar.empty() || !out->sampling.json_schema.empty())
+      return bad("tool_choice", "a required tool call cannot be combined with 'response_format' JSON or 'grammar'");
+    std::string error;
+    auto grammar = tool_call_grammar(t.tool_format, forced, &error);
+    if (!grammar) return bad("tools", error);
+    out->sampling.grammar = std::move(*grammar);
+  }
   return std::nullopt;
 }
 
@@ -248,6 +436,7 @@ std::optional<ApiError> parse_fields(const json& body, Endpoint endpoint, const 
     lmrt_sampler_free(probe);
   }
   RETURN_IF_ERROR(f.boolean("context_shift", &s.context_shift));
+  RETURN_IF_ERROR(parse_constraints(f, &s));
   RETURN_IF_ERROR(parse_logit_bias(f, model.n_vocab, &s.logit_bias));
   if (!s.logit_bias.empty() && !s.samplers.empty())
     return bad("logit_bias", "'logit_bias' cannot be combined with 'samplers'; add logit_bias(...) to the chain");
@@ -268,7 +457,7 @@ std::optional<ApiError> parse_fields(const json& body, Endpoint endpoint, const 
     if (f.get("top_logprobs") != nullptr && !want)
       return bad("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
     s.logprobs = want ? static_cast<int32_t>(top) : -1;
-    RETURN_IF_ERROR(parse_messages(f, model.chat_template, out));
+    RETURN_IF_ERROR(parse_chat(f, model, out));
   }
   // User stops go after the template's; parse_stop appends.
   RETURN_IF_ERROR(parse_stop(f, &s.stop));

@@ -24,10 +24,11 @@ struct ApiError {
 struct ApiRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::vector<std::string> prompts;  // completions: one per prompt; chat: the rendered conversation
-  // Chat: the conversation as template and message parts, and the template's control-token texts
-  // (see prompt_tokens.h); a completion prompt is all message text.
-  std::vector<PromptPart> chat_parts;
-  std::vector<std::string> markers;
+  // Chat: the prompt ids from lmrt_chat_tokenize (empty when ModelFacts has no model).
+  std::vector<int32_t> chat_tokens;
+  // Chat with tools (tool_choice other than "none"): the reply is read back as tool calls.
+  bool parse_tool_calls = false;
+  ToolCallFormat tool_format = ToolCallFormat::kGeneric;
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -40,12 +41,14 @@ struct ModelFacts {
   const lmrt_plugin_host* plugins = nullptr;  // from --plugin; NULL: built-in samplers only
   uint32_t n_vocab = 0;
   uint32_t n_ctx = 0;
-  ChatTemplate chat_template = ChatTemplate::kPlain;
-  uint32_t max_tokens_limit = 0;  // --max-tokens-limit: larger max_tokens are clamped to it; 0: n_ctx
+  const lmrt_model* model = nullptr;         // renders chat templates (may be NULL in tests of other fields)
+  const ChatTemplates* templates = nullptr;  // NULL: chat requests fail with 500
+  uint32_t max_tokens_limit = 0;             // --max-tokens-limit: larger max_tokens are clamped to it; 0: n_ctx
 };
 
 // Parses and validates `body`. Unknown fields are ignored; known fields of the wrong type or out of
-// range are errors (status 400). Never throws.
+// range are errors (status 400); a chat template that fails is a 400 when it refused the
+// conversation (raise_exception), else a 500. Never throws.
 std::optional<ApiError> parse_api_request(const std::string& body, Endpoint endpoint, const ModelFacts& model,
                                           ApiRequest* out);
 

@@ -100,6 +100,22 @@ ApiError stop_error(StopCause cause, unsigned timeout_s) {
   return make_error(503, "the server is shutting down", "server_error", "shutting_down");
 }
 
+// The id of call k of a choice: "call_" + the response id's tail + choice + k; Mistral's templates
+// accept only 9 letters and digits (they raise_exception otherwise when the call comes back), so
+// there a base-62 hash of the same.
+std::string call_id(const ResponseMeta& meta, int index, size_t k, ToolCallFormat f) {
+  const size_t dash = meta.id.find('-');
+  const std::string unique = (dash == std::string::npos ? meta.id : meta.id.substr(dash + 1)) + "_" +
+                             std::to_string(index) + "_" + std::to_string(k);
+  if (f != ToolCallFormat::kMistral) return "call_" + unique;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : unique) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  static const char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string id;
+  for (int i = 0; i < 9; ++i, h /= 62) id += kDigits[h % 62];
+  return id;
+}
+
 }  // namespace
 
 ApiServer::ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts facts, std::string model_id,
@@ -222,7 +238,7 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
   auto prompt_ids = std::make_shared<std::vector<std::vector<int32_t>>>();
   for (const std::string& prompt : request->prompts) {
     std::string why;
-    auto ids = ep == Endpoint::kChat ? tokenize_prompt_parts(model_, request->chat_parts, request->markers, &why)
+    auto ids = ep == Endpoint::kChat ? std::optional<std::vector<int32_t>>(request->chat_tokens)
                                      : tokenize_prompt_parts(model_, {PromptPart{prompt, false}}, {}, &why);
     if (!ids) {
       out.response = error_response(make_error(400, "the prompt cannot be tokenized: " + why, "invalid_request_error"));
@@ -274,6 +290,15 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
         const std::string text = request->echo ? request->prompts[index / request->n] + r.text : r.text;
         const json lp = logprobs_json(r.logprobs, request->echo ? request->prompts[index / request->n].size() : 0);
         const char* finish = openai_finish_reason(r.finish);
+        if (request->parse_tool_calls) {
+          const AssistantReply reply = parse_assistant_reply(request->tool_format, r.text);
+          if (!reply.tool_calls.empty()) finish = "tool_calls";
+          std::vector<std::string> ids;
+          for (size_t k = 0; k < reply.tool_calls.size(); ++k)
+            ids.push_back(call_id(meta, index, k, request->tool_format));
+          choices.push_back(chat_choice_with_tools(index, reply, ids, finish, lp));
+          return true;
+        }
         choices.push_back(ep == Endpoint::kChat ? chat_choice(index, text, finish, lp)
                                                 : completion_choice(index, text, finish, lp));
         return true;
@@ -312,13 +337,39 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
       StopCause cause = StopCause::kNone;
       ChoiceSink sink;
       sink.should_stop = [&] { return (cause = stop_cause()) != StopCause::kNone; };
+      // With tools, text is held back from where a call may begin (tool_calls.h) and the calls are
+      // sent as delta.tool_calls once the reply is complete.
+      std::vector<std::string> replies(started.size());
+      std::vector<size_t> sent(started.size(), 0);
       sink.on_piece = [&](int index, const Piece& piece, size_t offset) {
-        return start_choice(index) && send(dump_json(chunk(ep, meta, index, &piece.text, false, nullptr,
-                                                           logprobs_json(piece.logprobs, offset))));
+        if (!start_choice(index)) return false;
+        if (!request->parse_tool_calls)
+          return send(
+              dump_json(chunk(ep, meta, index, &piece.text, false, nullptr, logprobs_json(piece.logprobs, offset))));
+        replies[index] += piece.text;
+        const size_t settled = settled_content_length(request->tool_format, replies[index]);
+        if (settled <= sent[index]) return true;
+        const std::string text = replies[index].substr(sent[index], settled - sent[index]);
+        sent[index] = settled;
+        return send(dump_json(chunk(ep, meta, index, &text, false, nullptr, logprobs_json(piece.logprobs, offset))));
       };
       sink.on_done = [&](int index, const ChoiceResult& r) {
-        return start_choice(index) &&
-               send(dump_json(chunk(ep, meta, index, nullptr, false, openai_finish_reason(r.finish), nullptr)));
+        if (!start_choice(index)) return false;
+        const char* finish = openai_finish_reason(r.finish);
+        if (request->parse_tool_calls) {
+          const AssistantReply reply = parse_assistant_reply(request->tool_format, r.text);
+          if (reply.content.size() > sent[index]) {
+            const std::string rest = reply.content.substr(sent[index]);
+            if (!send(dump_json(chunk(ep, meta, index, &rest, false, nullptr, nullptr)))) return false;
+          }
+          for (size_t k = 0; k < reply.tool_calls.size(); ++k) {
+            const std::string id = call_id(meta, index, k, request->tool_format);
+            for (const json& delta : tool_call_deltas(static_cast<int>(k), reply.tool_calls[k], id))
+              if (!send(dump_json(tool_calls_chunk(meta, index, delta)))) return false;
+          }
+          if (!reply.tool_calls.empty()) finish = "tool_calls";
+        }
+        return send(dump_json(chunk(ep, meta, index, nullptr, false, finish, nullptr)));
       };
       RunTotals totals;
       if (!run_all(ctx, *request, *prompt_ids, sink, &totals)) {

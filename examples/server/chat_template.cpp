@@ -1,184 +1,173 @@
-// The plain template (documented in README.md) is for models without a chat template:
-//   "System: ...\nUser: ...\nAssistant: ...\nAssistant:"
 #include "chat_template.h"
 
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 namespace server {
-
-std::optional<ChatTemplate> chat_template_from_name(const std::string& name) {
-  if (name == "plain") return ChatTemplate::kPlain;
-  if (name == "chatml") return ChatTemplate::kChatML;
-  if (name == "llama2") return ChatTemplate::kLlama2;
-  if (name == "zephyr") return ChatTemplate::kZephyr;
-  if (name == "llama3") return ChatTemplate::kLlama3;
-  return std::nullopt;
-}
-
-const char* chat_template_name(ChatTemplate t) {
-  switch (t) {
-    case ChatTemplate::kChatML:
-      return "chatml";
-    case ChatTemplate::kLlama2:
-      return "llama2";
-    case ChatTemplate::kZephyr:
-      return "zephyr";
-    case ChatTemplate::kLlama3:
-      return "llama3";
-    case ChatTemplate::kPlain:
-      break;
-  }
-  return "plain";
-}
-
-ChatTemplate detect_chat_template(const std::string& jinja) {
-  if (jinja.find("<|im_start|>") != std::string::npos) return ChatTemplate::kChatML;
-  if (jinja.find("<|start_header_id|>") != std::string::npos) return ChatTemplate::kLlama3;
-  if (jinja.find("<|user|>") != std::string::npos && jinja.find("<|assistant|>") != std::string::npos)
-    return ChatTemplate::kZephyr;
-  if (jinja.find("[INST]") != std::string::npos) return ChatTemplate::kLlama2;
-  return ChatTemplate::kPlain;
-}
-
-bool chat_template_uses_special_tokens(ChatTemplate t) { return !chat_template_markers(t).empty(); }
-
-std::vector<std::string> chat_template_markers(ChatTemplate t) {
-  switch (t) {
-    case ChatTemplate::kChatML:
-      return {"<|im_start|>", "<|im_end|>"};
-    case ChatTemplate::kLlama2:
-    case ChatTemplate::kZephyr:
-      return {"<s>", "</s>"};
-    case ChatTemplate::kLlama3:
-      return {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
-    case ChatTemplate::kPlain:
-      break;
-  }
-  return {};
-}
-
-std::vector<std::string> chat_template_stops(ChatTemplate t) {
-  switch (t) {
-    case ChatTemplate::kChatML:
-      return {"<|im_end|>", "<|im_start|>"};
-    case ChatTemplate::kLlama2:
-      return {"</s>", "[INST]"};
-    case ChatTemplate::kZephyr:
-      return {"</s>", "<|user|>"};
-    case ChatTemplate::kLlama3:
-      return {"<|eot_id|>", "<|start_header_id|>"};
-    case ChatTemplate::kPlain:
-      break;
-  }
-  return {"\nUser:"};
-}
-
 namespace {
 
-// Appends template text (t) and message text (m), merging neighbours of the same kind.
-class Parts {
- public:
-  Parts& t(const std::string& text) { return add(text, true); }
-  Parts& m(const std::string& text) { return add(text, false); }
-  std::vector<PromptPart> take() { return std::move(parts_); }
+using ojson = nlohmann::ordered_json;
 
- private:
-  Parts& add(const std::string& text, bool from_template) {
-    if (text.empty()) return *this;
-    if (!parts_.empty() && parts_.back().from_template == from_template)
-      parts_.back().text += text;
-    else
-      parts_.push_back(PromptPart{text, from_template});
-    return *this;
-  }
-  std::vector<PromptPart> parts_;
-};
-
-std::vector<PromptPart> render_chatml(const std::vector<ChatMessage>& messages) {
-  Parts out;
-  for (const auto& m : messages) out.t("<|im_start|>" + m.role + "\n").m(m.content).t("<|im_end|>\n");
-  return out.t("<|im_start|>assistant\n").take();
-}
-
-// Llama 3: BOS (<|begin_of_text|>) is the one lmrt adds.
-std::vector<PromptPart> render_llama3(const std::vector<ChatMessage>& messages) {
-  Parts out;
-  for (const auto& m : messages)
-    out.t("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n").m(m.content).t("<|eot_id|>");
-  return out.t("<|start_header_id|>assistant<|end_header_id|>\n\n").take();
-}
-
-std::vector<PromptPart> render_zephyr(const std::vector<ChatMessage>& messages) {
-  Parts out;
-  for (const auto& m : messages) {
-    const std::string role = m.role == "system" || m.role == "assistant" ? m.role : "user";
-    out.t("<|" + role + "|>\n").m(m.content).t("</s>\n");
-  }
-  return out.t("<|assistant|>\n").take();
-}
-
-// Llama 2: the system prompt goes inside the first [INST] block; each finished exchange is closed
-// with </s> and the next opens with <s> (the first <s> is the BOS lmrt adds).
-std::vector<PromptPart> render_llama2(const std::vector<ChatMessage>& messages) {
-  Parts out;
-  std::vector<std::string> system;
-  bool first_user = true;
-  auto open_inst = [&] {
-    out.t("[INST] ");
-    if (!system.empty()) {
-      out.t("<<SYS>>\n");
-      for (size_t i = 0; i < system.size(); ++i) out.t(i == 0 ? "" : "\n").m(system[i]);
-      out.t("\n<</SYS>>\n\n");
-      system.clear();
-    }
+// The old hard-coded families as Jinja (one line each, so trim_blocks and lstrip_blocks do not
+// matter). The BOS that lmrt adds is not written by them.
+const std::map<std::string, std::string>& builtins() {
+  static const std::map<std::string, std::string> t = {
+      {"chatml",
+       "{%- for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
+       "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}"},
+      {"llama3",
+       "{%- for m in messages %}{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' + (m['content'] or "
+       "'') + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt %}"
+       "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"},
+      {"zephyr",
+       "{%- for m in messages %}{{ '<|' + (m['role'] if m['role'] in ['system', 'assistant'] else 'user') + '|>\\n' + "
+       "(m['content'] or '') + '</s>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{ '<|assistant|>\\n' }}"
+       "{%- endif %}"},
+      // Llama 2: system prompts go inside the next [INST] block; each finished exchange is closed with
+      // </s> and the next opens with <s> (the first <s> is the BOS lmrt adds).
+      {"llama2",
+       "{%- set ns = namespace(sys='', has_sys=false, first=true) %}{%- for m in messages %}"
+       "{%- if m['role'] == 'system' %}{%- set ns.sys = (ns.sys + '\\n' if ns.has_sys else '') + (m['content'] or '') "
+       "%}{%- set ns.has_sys = true %}"
+       "{%- elif m['role'] == 'assistant' %}{{ ' ' + (m['content'] or '') + ' </s>' }}"
+       "{%- else %}{{ ('' if ns.first else '<s>') + '[INST] ' }}{%- if ns.has_sys %}"
+       "{{ '<<SYS>>\\n' + ns.sys + '\\n<</SYS>>\\n\\n' }}{%- set ns.sys = '' %}{%- set ns.has_sys = false %}"
+       "{%- endif %}{{ (m['content'] or '') + ' [/INST]' }}{%- set ns.first = false %}{%- endif %}{%- endfor %}"
+       "{%- if ns.first %}{{ '[INST] ' }}{%- if ns.has_sys %}{{ '<<SYS>>\\n' + ns.sys + '\\n<</SYS>>\\n\\n' }}"
+       "{%- endif %}{{ ' [/INST]' }}{%- endif %}"},
+      {"plain",
+       "{%- for m in messages %}{{ ('System' if m['role'] == 'system' else 'Assistant' if m['role'] == 'assistant' "
+       "else 'User') + ': ' + (m['content'] or '') + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}"
+       "{{ 'Assistant:' }}{%- endif %}"},
   };
-  for (const auto& m : messages) {
-    if (m.role == "system") {
-      system.push_back(m.content);
-    } else if (m.role == "assistant") {
-      out.t(" ").m(m.content).t(" </s>");
-    } else {
-      if (!first_user) out.t("<s>");
-      open_inst();
-      out.m(m.content).t(" [/INST]");
-      first_user = false;
-    }
-  }
-  if (first_user) {  // no user turn at all: still give the model an instruction block
-    open_inst();
-    out.t(" [/INST]");
-  }
-  return out.take();
+  return t;
 }
 
-std::vector<PromptPart> render_plain(const std::vector<ChatMessage>& messages) {
-  Parts out;
-  for (const auto& m : messages) {
-    const std::string role = m.role == "system" ? "System" : m.role == "assistant" ? "Assistant" : "User";
-    out.t(role + ": ").m(m.content).t("\n");
+// End-of-turn texts: stop strings for vocabularies that lack them as control tokens (a control
+// token's text is empty and never matches).
+std::vector<std::string> stops_for(const std::string& text) {
+  static const char* const kTurnTexts[] = {"<|im_end|>",    "<|im_start|>",    "<|eot_id|>", "<|start_header_id|>",
+                                           "<end_of_turn>", "<start_of_turn>", "<|end|>",    "[INST]",
+                                           "<|user|>"};
+  std::vector<std::string> out;
+  for (const char* s : kTurnTexts)
+    if (text.find(s) != std::string::npos) out.push_back(s);
+  if (text.find("'Assistant:'") != std::string::npos && out.empty()) out.push_back("\nUser:");  // plain
+  return out;
+}
+
+std::optional<std::string> render(const lmrt_model* model, const lmrt_chat_template_params& p,
+                                  const std::string& messages, std::string* error) {
+  char err[1024] = "";
+  size_t len = 0;
+  std::string out(4096, '\0');
+  lmrt_status st = lmrt_chat_apply_template(model, messages.c_str(), &p, out.data(), out.size(), &len, err, sizeof err);
+  if (st == LMRT_ERR_BUFFER_TOO_SMALL) {
+    out.assign(len + 1, '\0');
+    st = lmrt_chat_apply_template(model, messages.c_str(), &p, out.data(), out.size(), &len, err, sizeof err);
   }
-  return out.t("Assistant:").take();
+  if (st != LMRT_OK) {
+    *error = err[0] != '\0' ? err : lmrt_status_str(st);
+    return std::nullopt;
+  }
+  out.resize(len);
+  return out;
+}
+
+std::optional<std::vector<int32_t>> tokenize(const lmrt_model* model, const lmrt_chat_template_params& p,
+                                             const std::string& messages, std::string* error) {
+  char err[1024] = "";
+  size_t n = 0;
+  std::vector<int32_t> ids(1024);
+  lmrt_status st = lmrt_chat_tokenize(model, messages.c_str(), &p, ids.data(), ids.size(), &n, err, sizeof err);
+  if (st == LMRT_ERR_BUFFER_TOO_SMALL) {
+    ids.resize(n);
+    st = lmrt_chat_tokenize(model, messages.c_str(), &p, ids.data(), ids.size(), &n, err, sizeof err);
+  }
+  if (st != LMRT_OK) {
+    *error = err[0] != '\0' ? err : lmrt_status_str(st);
+    return std::nullopt;
+  }
+  ids.resize(n);
+  return ids;
+}
+
+std::optional<std::string> model_meta(const lmrt_model* model, const char* key) {
+  size_t len = 0;
+  if (model == nullptr || lmrt_model_meta_str(model, key, nullptr, 0, &len) == LMRT_ERR_INVALID_ARGUMENT)
+    return std::nullopt;
+  std::string s(len + 1, '\0');
+  if (lmrt_model_meta_str(model, key, s.data(), s.size(), &len) != LMRT_OK) return std::nullopt;
+  s.resize(len);
+  return s;
 }
 
 }  // namespace
 
-std::vector<PromptPart> render_chat_parts(ChatTemplate t, const std::vector<ChatMessage>& messages) {
-  switch (t) {
-    case ChatTemplate::kChatML:
-      return render_chatml(messages);
-    case ChatTemplate::kLlama2:
-      return render_llama2(messages);
-    case ChatTemplate::kZephyr:
-      return render_zephyr(messages);
-    case ChatTemplate::kLlama3:
-      return render_llama3(messages);
-    case ChatTemplate::kPlain:
-      break;
-  }
-  return render_plain(messages);
+std::optional<std::string> builtin_chat_template(const std::string& name) {
+  auto it = builtins().find(name);
+  if (it == builtins().end()) return std::nullopt;
+  return it->second;
 }
 
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages) {
-  std::string out;
-  for (const PromptPart& p : render_chat_parts(t, messages)) out += p.text;
+ChatTemplates chat_templates_from_text(std::string name, std::string text, std::string tool_use_text) {
+  ChatTemplates t;
+  t.name = std::move(name);
+  t.text = std::move(text);
+  t.tool_use_text = std::move(tool_use_text);
+  t.stops = stops_for(t.text);
+  t.tool_format = detect_tool_call_format(t.tool_use_text.empty() ? t.text : t.tool_use_text);
+  return t;
+}
+
+std::optional<ChatTemplates> load_chat_templates(const lmrt_model* model, const std::string& option,
+                                                 std::string* error) {
+  if (option == "auto") {
+    if (auto text = model_meta(model, "tokenizer.chat_template"))
+      return chat_templates_from_text("model", *text,
+                                      model_meta(model, "tokenizer.chat_template.tool_use").value_or(""));
+    return chat_templates_from_text("plain", *builtin_chat_template("plain"), "");
+  }
+  if (auto text = builtin_chat_template(option)) return chat_templates_from_text(option, *text, "");
+  std::ifstream in(option, std::ios::binary);
+  if (!in) {
+    *error = "--chat-template '" + option +
+             "' is neither a built-in template (auto, chatml, llama3, llama2, zephyr, plain) nor a readable file";
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return chat_templates_from_text(option, ss.str(), "");
+}
+
+std::optional<ChatPrompt> render_chat(const lmrt_model* model, const ChatTemplates& t, const std::string& messages_json,
+                                      const std::string& tools_json, RenderError* error) {
+  const std::string& tmpl = !tools_json.empty() && !t.tool_use_text.empty() ? t.tool_use_text : t.text;
+  lmrt_chat_template_params p;
+  lmrt_chat_template_params_init(&p);
+  p.template_text = tmpl.c_str();
+  p.tools_json = tools_json.empty() ? nullptr : tools_json.c_str();
+  std::string why;
+  ChatPrompt out;
+  bool ok = false;
+  if (auto text = render(model, p, messages_json, &why)) {
+    out.text = std::move(*text);
+    ok = true;
+    if (model != nullptr) {
+      auto ids = tokenize(model, p, messages_json, &why);
+      ok = ids.has_value();
+      if (ok) out.tokens = std::move(*ids);
+    }
+  }
+  if (!ok) {
+    const bool refused = why.find("raise_exception") != std::string::npos;
+    *error = RenderError{
+        refused, "the chat template (" + t.name + ") " + (refused ? "refused the conversation: " : "failed: ") + why};
+    return std::nullopt;
+  }
   return out;
 }
 

@@ -1,50 +1,57 @@
-// Chat prompt templates: the families the server knows, detection from a GGUF template text, and
-// rendering a message list into a prompt.
+// The chat templates the server renders with: the model's Jinja template (GGUF
+// tokenizer.chat_template, and tokenizer.chat_template.tool_use for requests with tools), or a
+// --chat-template override (a built-in family name or a file of Jinja text), rendered by
+// lmrt_chat_apply_template exactly as transformers' apply_chat_template does, and turned into prompt
+// ids by lmrt_chat_tokenize (only the template's own text can become special tokens).
 #pragma once
 
+#include <lmrt/lmrt.h>
+
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tool_calls.h"
+
 namespace server {
 
-enum class ChatTemplate { kPlain, kChatML, kLlama2, kZephyr, kLlama3 };
-
-struct ChatMessage {
-  std::string role;  // "system", "user", "assistant" (others are rendered like "user")
-  std::string content;
+struct ChatTemplates {
+  std::string name;                // for the start-up line: "model", "chatml", the file's path, ...
+  std::string text;                // Jinja
+  std::string tool_use_text;       // the model's tokenizer.chat_template.tool_use; "" when it has none
+  std::vector<std::string> stops;  // extra stop strings: end-of-turn texts the vocabulary may lack
+  ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // from the template used with tools
 };
 
-// One piece of a rendered prompt: the template's own text, or text that came from a message. Only
-// template text may hold control tokens (see prompt_tokens.h).
-struct PromptPart {
+// The Jinja text of a built-in family: "chatml", "llama2", "llama3", "zephyr" and "plain"
+// ("System: ...\nUser: ...\nAssistant:", for models without a template); nullopt for other names.
+std::optional<std::string> builtin_chat_template(const std::string& name);
+
+// The templates for `option` (--chat-template): "auto" (the model's, else plain), a built-in name,
+// or a path to a Jinja file. nullopt with a message when the file cannot be read.
+std::optional<ChatTemplates> load_chat_templates(const lmrt_model* model, const std::string& option,
+                                                 std::string* error);
+
+// Templates from Jinja text.
+ChatTemplates chat_templates_from_text(std::string name, std::string text, std::string tool_use_text);
+
+struct RenderError {
+  bool client_fault;  // the template refused the conversation (raise_exception): 400; else 500
+  std::string message;
+};
+
+// A rendered chat: its text, and its prompt ids when a model was given.
+struct ChatPrompt {
   std::string text;
-  bool from_template;
-  bool operator==(const PromptPart& o) const { return text == o.text && from_template == o.from_template; }
+  std::vector<int32_t> tokens;
 };
 
-// "plain", "chatml", "llama2", "zephyr", "llama3"; nullopt for any other name.
-std::optional<ChatTemplate> chat_template_from_name(const std::string& name);
-const char* chat_template_name(ChatTemplate t);
-
-// The family of a Jinja chat template from GGUF metadata, judged by the markers it writes
-// ("<|im_start|>", "[INST]", "<|user|>"); kPlain when none is recognised.
-ChatTemplate detect_chat_template(const std::string& jinja);
-
-// The prompt for `messages` as parts, ending where the assistant's reply begins.
-std::vector<PromptPart> render_chat_parts(ChatTemplate t, const std::vector<ChatMessage>& messages);
-
-// The parts joined: the prompt as text.
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages);
-
-// The control-token texts template t writes (e.g. "<|im_start|>"); only these, and only in the
-// template's own parts, become control tokens.
-std::vector<std::string> chat_template_markers(ChatTemplate t);
-
-// Whether template t writes control tokens at all.
-bool chat_template_uses_special_tokens(ChatTemplate t);
-
-// Text that ends an assistant turn in template t (used as extra stop strings).
-std::vector<std::string> chat_template_stops(ChatTemplate t);
+// Renders OpenAI-style `messages_json` (and `tools_json`, "" for none) ending with the opening of the
+// assistant's turn, with the tool_use template when tools are given and the model has one. With a
+// model (NULL in tests of the text alone) the prompt ids come from lmrt_chat_tokenize: the request's
+// strings stay text wherever the template puts them, and BOS comes once.
+std::optional<ChatPrompt> render_chat(const lmrt_model* model, const ChatTemplates& t, const std::string& messages_json,
+                                      const std::string& tools_json, RenderError* error);
 
 }  // namespace server

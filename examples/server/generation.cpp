@@ -60,6 +60,8 @@ ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, c
   req.n_stop = stops.size();
   req.logprobs = p.logprobs;
   req.context_shift = p.context_shift ? 1 : 0;
+  req.grammar = p.grammar.empty() ? nullptr : p.grammar.c_str();
+  req.json_schema = p.json_schema.empty() ? nullptr : p.json_schema.c_str();
 
   CallbackState state{&on_piece, p.logprobs >= 0};
   lmrt_generate_result res;

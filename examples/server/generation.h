@@ -32,6 +32,9 @@ struct SamplingParams {
   std::vector<std::string> stop;
   int32_t logprobs = -1;       // -1: none; else alternatives per token
   bool context_shift = false;  // on a full context drop the oldest half and go on
+  // Constrained output (at most one): GBNF, or a JSON Schema's text.
+  std::string grammar;
+  std::string json_schema;
 };
 
 struct TokenLogprob {

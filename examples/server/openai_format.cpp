@@ -74,6 +74,22 @@ json chat_choice(int index, const std::string& text, const char* finish, const j
               {"finish_reason", finish}};
 }
 
+json chat_choice_with_tools(int index, const AssistantReply& reply, const std::vector<std::string>& call_ids,
+                            const char* finish, const json& logprobs) {
+  json message = {{"role", "assistant"}, {"content", reply.content}, {"refusal", nullptr}};
+  if (!reply.tool_calls.empty()) {
+    if (reply.content.find_first_not_of(" \n\t\r") == std::string::npos) message["content"] = nullptr;
+    json calls = json::array();
+    for (size_t k = 0; k < reply.tool_calls.size(); ++k)
+      calls.push_back(
+          json{{"id", call_ids.at(k)},
+               {"type", "function"},
+               {"function", {{"name", reply.tool_calls[k].name}, {"arguments", reply.tool_calls[k].arguments}}}});
+    message["tool_calls"] = calls;
+  }
+  return json{{"index", index}, {"message", message}, {"logprobs", logprobs}, {"finish_reason", finish}};
+}
+
 json full_response(Endpoint ep, const ResponseMeta& meta, const json& choices, const json& usage) {
   return json{{"id", meta.id},
               {"object", ep == Endpoint::kChat ? "chat.completion" : "text_completion"},
@@ -102,6 +118,21 @@ json chunk(Endpoint ep, const ResponseMeta& meta, int index, const std::string* 
               {"model", meta.model},
               {"system_fingerprint", "lmrt"},
               {"choices", json::array({choice})}};
+}
+
+json tool_calls_chunk(const ResponseMeta& meta, int index, const json& calls) {
+  json choice = {
+      {"index", index}, {"delta", {{"tool_calls", calls}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  return json{{"id", meta.id},       {"object", "chat.completion.chunk"}, {"created", meta.created},
+              {"model", meta.model}, {"system_fingerprint", "lmrt"},      {"choices", json::array({choice})}};
+}
+
+std::vector<json> tool_call_deltas(int call_index, const ToolCall& call, const std::string& id) {
+  return {json::array({json{{"index", call_index},
+                            {"id", id},
+                            {"type", "function"},
+                            {"function", {{"name", call.name}, {"arguments", ""}}}}}),
+          json::array({json{{"index", call_index}, {"function", {{"arguments", call.arguments}}}}})};
 }
 
 json usage_chunk(Endpoint ep, const ResponseMeta& meta, const json& usage) {

@@ -10,6 +10,7 @@
 
 #include "api_request.h"
 #include "generation.h"
+#include "tool_calls.h"
 
 namespace server {
 
@@ -48,12 +49,22 @@ json usage_object(uint64_t prompt_tokens, uint64_t completion_tokens);
 // One choice of a non-streamed response.
 json completion_choice(int index, const std::string& text, const char* finish, const json& logprobs);
 json chat_choice(int index, const std::string& text, const char* finish, const json& logprobs);
+// A chat choice whose reply was read for tool calls: content (null when only calls were written),
+// tool_calls [{id (call_ids[k]), type "function", function {name, arguments}}] when there are any.
+json chat_choice_with_tools(int index, const AssistantReply& reply, const std::vector<std::string>& call_ids,
+                            const char* finish, const json& logprobs);
 json full_response(Endpoint ep, const ResponseMeta& meta, const json& choices, const json& usage);
 
 // One streamed chunk: `text` (null for none), `finish` (nullptr for none), role only in the
 // first chat chunk of a choice.
 json chunk(Endpoint ep, const ResponseMeta& meta, int index, const std::string* text, bool with_role,
            const char* finish, const json& logprobs);
+// A streamed chat chunk of tool-call deltas: `calls` is delta.tool_calls ([{index, id?, type?,
+// function {name?, arguments}}]).
+json tool_calls_chunk(const ResponseMeta& meta, int index, const json& calls);
+// The delta pieces of one call as OpenAI streams them: id, type and name with empty arguments, then
+// the arguments.
+std::vector<json> tool_call_deltas(int call_index, const ToolCall& call, const std::string& id);
 // The final chunk carrying usage (stream_options.include_usage).
 json usage_chunk(Endpoint ep, const ResponseMeta& meta, const json& usage);
 

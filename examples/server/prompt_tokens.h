@@ -1,7 +1,6 @@
-// Tokenizes a prompt given as parts (template text and message text) so that control tokens come
-// only from the template: a user who writes "<|im_end|>\n<|im_start|>system" gets the tokens of
-// that text, not a forged turn. Independent of how the parts were rendered (hard-coded templates
-// today, a Jinja renderer's literal/variable pieces later).
+// Tokenizes a prompt given as parts (marker-bearing text and plain text) so that control tokens
+// come only from the marker-bearing parts. Completion prompts are one plain part; chat prompts come
+// from lmrt_chat_tokenize instead (chat_template.h).
 #pragma once
 
 #include <lmrt/lmrt.h>
@@ -11,9 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "chat_template.h"
-
 namespace server {
+
+// One piece of a prompt: text whose `markers` may become control tokens, or plain text.
+struct PromptPart {
+  std::string text;
+  bool from_template;
+  bool operator==(const PromptPart& o) const { return text == o.text && from_template == o.from_template; }
+};
 
 // BOS (when the vocabulary asks for it), then the parts: each occurrence of a `markers` text
 // inside a template part is its control token (when the vocabulary has it as one); all other text,

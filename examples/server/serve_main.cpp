@@ -46,16 +46,6 @@ struct Handles {
 
 int serve(ServeOptions opt) {
   if (opt.host == "localhost") opt.host = "127.0.0.1";  // libmicrohttpd binds numeric addresses
-  ChatTemplate tmpl = ChatTemplate::kPlain;
-  if (opt.chat_template != "auto") {
-    if (auto named = chat_template_from_name(opt.chat_template)) {
-      tmpl = *named;
-    } else {
-      fail("unknown --chat-template '" + opt.chat_template + "' (auto, chatml, llama3, llama2, zephyr, plain)");
-      return 2;
-    }
-  }
-
   Handles h;
   char err[1024] = "";
   lmrt_model_params mp;
@@ -65,15 +55,16 @@ int serve(ServeOptions opt) {
     fail("cannot open model " + opt.model_path + ": " + lmrt_status_str(st) + ": " + err);
     return 1;
   }
-  if (opt.chat_template == "auto") {  // the model's own template, read through the C API's metadata
-    size_t len = 0;
-    if (lmrt_model_meta_str(h.model, "tokenizer.chat_template", nullptr, 0, &len) != LMRT_ERR_INVALID_ARGUMENT) {
-      std::string jinja(len + 1, '\0');
-      if (lmrt_model_meta_str(h.model, "tokenizer.chat_template", jinja.data(), jinja.size(), &len) == LMRT_OK) {
-        jinja.resize(len);
-        tmpl = detect_chat_template(jinja);
-      }
-    }
+  std::string why;
+  const std::optional<ChatTemplates> templates = load_chat_templates(h.model, opt.chat_template, &why);
+  if (!templates) {
+    fail(why);
+    return 2;
+  }
+  {  // A template that cannot render a one-line chat is worth knowing about before the first request.
+    RenderError e;
+    if (!render_chat(h.model, *templates, R"([{"role":"user","content":"Hi"}])", "", &e) && !e.client_fault)
+      fail("warning: chat requests will fail: " + e.message);
   }
   if (!opt.cache_path.empty()) {
     lmrt_cache_params cp;
@@ -106,14 +97,13 @@ int serve(ServeOptions opt) {
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   cp.n_threads = opt.threads != 0 ? opt.threads : std::max(1u, cpus / opt.parallel);
   const size_t queue = opt.queue != 0 ? opt.queue : 4u * opt.parallel;
-  std::string why;
   std::unique_ptr<ContextPool> pool = ContextPool::create(h.model, cp, opt.parallel, queue, h.cache, &why);
   if (!pool) {
     fail("cannot create contexts: " + why);
     return 1;
   }
 
-  ModelFacts facts{h.plugins, info.n_vocab, pool->n_ctx(), tmpl};
+  ModelFacts facts{h.plugins, info.n_vocab, pool->n_ctx(), h.model, &*templates};
   facts.max_tokens_limit = opt.max_tokens_limit != 0 ? opt.max_tokens_limit : pool->n_ctx();
   AccessPolicy policy{opt.host, opt.allowed_hosts, opt.cors_origin, opt.api_key};
   if (!opt.api_key_file.empty()) {
@@ -131,10 +121,12 @@ int serve(ServeOptions opt) {
     fail(why);
     return 1;
   }
-  std::fprintf(stderr,
-               "lmrt serve: %s on http://%s:%d (parallel %u, queue %zu, n_ctx %u, threads %u, chat template %s%s)\n",
-               model_id_from_path(opt.model_path).c_str(), opt.host.c_str(), opt.port, opt.parallel, queue,
-               pool->n_ctx(), cp.n_threads, chat_template_name(tmpl), h.cache != nullptr ? ", cache on" : "");
+  std::fprintf(
+      stderr,
+      "lmrt serve: %s on http://%s:%d (parallel %u, queue %zu, n_ctx %u, threads %u, chat template %s, tools %s%s)\n",
+      model_id_from_path(opt.model_path).c_str(), opt.host.c_str(), opt.port, opt.parallel, queue, pool->n_ctx(),
+      cp.n_threads, templates->name.c_str(), tool_call_format_name(templates->tool_format),
+      h.cache != nullptr ? ", cache on" : "");
 
   // SIGINT/SIGTERM are blocked in every thread and taken here: stop accepting, let in-flight
   // requests finish within the grace period, cancel the rest, flush their answers, exit 0.

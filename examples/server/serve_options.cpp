@@ -27,7 +27,7 @@ const char* serve_usage() {
          "                  [--max-tokens-limit N] [--timeout S] [--grace S]\n"
          "                  [--max-connections N] [--max-connections-per-client N] [--max-header-bytes N]\n"
          "                  [--max-body-bytes N] [--header-timeout S] [--body-timeout S] [--idle-timeout S]\n"
-         "                  [--no-mmap] [--chat-template auto|chatml|llama3|llama2|zephyr|plain] [--alias NAME]\n"
+         "                  [--no-mmap] [--chat-template auto|chatml|llama3|llama2|zephyr|plain|FILE] [--alias NAME]\n"
          "  OpenAI-compatible HTTP API: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,\n"
          "  GET /health. --parallel contexts share the model; --queue requests wait for one (default\n"
          "  4 x parallel), more get 429. MODEL may come from $LMRT_MODEL; the API key from\n"

@@ -13,7 +13,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   server::ModelFacts model;
   model.n_vocab = 512;
   model.n_ctx = 256;
-  model.chat_template = (data[0] & 2) != 0 ? server::ChatTemplate::kChatML : server::ChatTemplate::kLlama3;
+  // Jinja templates rendered without a model (the text alone); tools and tool_choice reach the
+  // tool-call grammar builder.
+  static const server::ChatTemplates chatml =
+      server::chat_templates_from_text("chatml", *server::builtin_chat_template("chatml"), "");
+  static const server::ChatTemplates hermes = server::chat_templates_from_text(
+      "hermes", "{{ tools | tojson }}{% for m in messages %}<tool_call>{{ m.content }}{% endfor %}", "");
+  model.templates = (data[0] & 2) != 0 ? &chatml : &hermes;
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   server::ApiRequest out;
   const std::optional<server::ApiError> error = server::parse_api_request(body, endpoint, model, &out);

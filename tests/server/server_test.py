@@ -3,9 +3,12 @@
 
 Usage: server_test.py LMRT_BINARY MODEL [--skip-npm]
 Starts servers on free loopback ports, checks completions, chat, streaming, stop strings, usage,
-logprobs, n=2, logit_bias, cancellation on disconnect, the queue limit, the API key and every error
-status, runs the official `openai` npm client against the server (installed into a temporary folder)
-and a load run (4 clients x 25 streamed requests against --parallel 2). Every wait is bounded.
+logprobs, n=2, logit_bias, cancellation on disconnect, response_format (outputs validated with
+python3-jsonschema), the queue limit, the API key and every error status, tool calls forced by
+tool_choice with real Qwen2.5, Llama 3.1 and Mistral Nemo templates (tests/chat/templates), runs the
+official `openai` npm client against the server (installed into a temporary folder), its
+tool-calling flow included, and a load run (4 clients x 25 streamed requests against --parallel 2).
+Every wait is bounded.
 """
 import http.client
 import json
@@ -465,8 +468,198 @@ def test_queue_and_key(binary, model):
     finally:
         check(srv.stop() == 0, "server stops cleanly on SIGTERM")
 
+# ---- structured output and tools -----------------------------------------------------------------
 
-def test_openai_npm(port, model_id):
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer",
+     "minimum": 0, "maximum": 120}}, "required": ["name", "age"], "additionalProperties": False},
+    {"type": "object", "properties": {"tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "minItems": 1,
+     "maxItems": 3}}, "required": ["tags"]},
+    {"type": "object", "properties": {"ok": {"type": "boolean"}, "score": {"type": "number", "minimum": -1,
+     "maximum": 1}, "kind": {"const": "story"}}, "required": ["ok", "score", "kind"]},
+    {"type": "object", "properties": {"hero": {"$ref": "#/$defs/person"}, "friends": {"type": "array",
+     "items": {"$ref": "#/$defs/person"}, "maxItems": 2}}, "required": ["hero", "friends"],
+     "$defs": {"person": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1,
+      "maxLength": 10}}, "required": ["name"], "additionalProperties": False}}},
+    {"type": "object", "properties": {"value": {"anyOf": [{"type": "integer"}, {"type": "null"},
+     {"type": "string", "format": "date"}]}}, "required": ["value"]},
+]
+
+
+def grammar_model(model):
+    """stories260K beside the main model: its vocabulary has byte tokens, so a grammar can spell any JSON
+    (TinyStories-656K's has no '{')."""
+    return os.path.join(os.path.dirname(os.path.abspath(model)), "stories260K.gguf")
+
+
+def test_response_format(binary, model):
+    print("response_format: every output parses and validates (python3-jsonschema)")
+    srv = Server(binary, grammar_model(model))
+    try:
+        check_response_format(srv.port)
+    finally:
+        check(srv.stop() == 0, "server stops cleanly on SIGTERM")
+
+
+def check_response_format(port):
+    import jsonschema
+    msgs = [{"role": "user", "content": "Describe a cat as JSON."}]
+    cases = [({"type": "json_object"}, {"type": "object"})] + [
+        ({"type": "json_schema", "json_schema": {"name": f"s{i}", "schema": sc, "strict": True}}, sc)
+        for i, sc in enumerate(SCHEMAS)]
+    for i, (rf, schema) in enumerate(cases):
+        body = {"messages": msgs, "response_format": rf, "max_tokens": 300, "temperature": 0.7, "seed": i}
+        if rf["type"] == "json_object":
+            # Any object: the tiny model never closes one by itself (300 tokens of members), so "}"
+            # (byte token 128 of stories260K) is favoured; the grammar still decides where it may go,
+            # and without it the model writes a story.
+            body["logit_bias"] = {"128": 16}
+        status, full, _ = request(port, "POST", "/v1/chat/completions", body)
+        ok = status == 200 and full["choices"][0]["finish_reason"] == "stop"
+        text = full["choices"][0]["message"]["content"] if ok else ""
+        try:
+            jsonschema.validate(json.loads(text), schema)
+            valid = True
+        except (ValueError, jsonschema.ValidationError) as e:
+            valid = False
+            print(f"    {e}")
+        check(ok and valid, f"response_format {rf['type']} #{i}: {text[:60]!r} validates")
+        status, events, _, _ = stream(port, "/v1/chat/completions", {**body, "stream": True})
+        texts, _ = stream_texts(events)
+        check(status == 200 and well_formed_stream(events) and texts.get(0) == text,
+              f"response_format #{i} streamed == completed")
+    # llama.cpp's grammar field, and the errors.
+    status, full, _ = request(port, "POST", "/v1/chat/completions",
+                              {"messages": msgs, "grammar": 'root ::= "yes" | "no"', "max_tokens": 8})
+    check(status == 200 and full["choices"][0]["message"]["content"] in ("yes", "no"), "grammar field (GBNF)")
+    for bad, param in [({"type": "yaml"}, "response_format.type"),
+                       ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string",
+                         "pattern": "a+"}}}, "response_format.json_schema.schema"),
+                       ("json", "response_format")]:
+        status, err, _ = request(port, "POST", "/v1/chat/completions", {"messages": msgs, "response_format": bad})
+        check(status == 400 and err["error"]["param"] == param, f"response_format {bad!r}: 400 naming {param}")
+
+
+WEATHER_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city.",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 16},
+      "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"]}}},
+    {"type": "function", "function": {"name": "add", "description": "Adds two integers.",
+     "parameters": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99},
+      "b": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["a", "b"],
+      "additionalProperties": False}}},
+]
+
+
+def streamed_tool_calls(events):
+    """Accumulates delta.tool_calls the way OpenAI's clients do: by index, id/name once, arguments appended."""
+    calls, content = {}, ""
+    for ev in events:
+        if ev == "[DONE]":
+            continue
+        for ch in ev["choices"]:
+            delta = ch.get("delta", {})
+            content += delta.get("content") or ""
+            for tc in delta.get("tool_calls") or []:
+                c = calls.setdefault(tc["index"], {"id": None, "type": None, "function": {"name": "", "arguments": ""}})
+                c["id"] = tc.get("id") or c["id"]
+                c["type"] = tc.get("type") or c["type"]
+                fn = tc.get("function", {})
+                c["function"]["name"] += fn.get("name") or ""
+                c["function"]["arguments"] += fn.get("arguments") or ""
+    return [calls[k] for k in sorted(calls)], content
+
+
+def valid_call(call, tools, name=None):
+    import jsonschema
+    by_name = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    try:
+        fn = call["function"]
+        args = json.loads(fn["arguments"])
+        jsonschema.validate(args, by_name[fn["name"]])
+        return (call["type"] == "function" and isinstance(call["id"], str) and call["id"]
+                and (name is None or fn["name"] == name))
+    except (KeyError, ValueError, TypeError, jsonschema.ValidationError) as e:
+        print(f"    invalid call {call!r}: {e}")
+        return False
+
+
+TOOL_TEMPLATES = ["Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja",
+                  "mistralai-Mistral-Nemo-Instruct-2407.jinja"]
+
+
+def template_path(name):
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "chat", "templates", name)
+
+
+def test_tools(binary, model):
+    msgs = [{"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "What is the weather in Paris?"}]
+    for name in TOOL_TEMPLATES:
+        print(f"tool calls with {name}")
+        srv = Server(binary, model, "--chat-template", template_path(name))
+        try:
+            p = srv.port
+            for choice, want in [("required", None), ({"type": "function", "function": {"name": "add"}}, "add")]:
+                body = {"messages": msgs, "tools": WEATHER_TOOLS, "tool_choice": choice, "max_tokens": 200,
+                        "temperature": 0}
+                status, full, _ = request(p, "POST", "/v1/chat/completions", body)
+                ch = full["choices"][0] if status == 200 else {}
+                calls = ch.get("message", {}).get("tool_calls") or []
+                check(status == 200 and ch["finish_reason"] == "tool_calls" and len(calls) == 1
+                      and valid_call(calls[0], WEATHER_TOOLS, want),
+                      f"tool_choice {json.dumps(choice)}: one valid call {calls[:1]}")
+                check(status == 200 and ch["message"]["content"] is None, "content is null beside the call")
+                status, events, _, _ = stream(p, "/v1/chat/completions", {**body, "stream": True})
+                s_calls, s_content = streamed_tool_calls(events)
+                _, finishes = stream_texts(events)
+                check(status == 200 and well_formed_stream(events) and finishes.get(0) == "tool_calls"
+                      and [c["function"] for c in s_calls] == [c["function"] for c in calls] and s_content == ""
+                      and all(c["id"] and c["type"] == "function" for c in s_calls),
+                      "streamed delta.tool_calls == completed calls")
+            if name.startswith("Qwen"):
+                # Text before a call stays content, streamed as it comes; the call follows as deltas. A
+                # grammar (tool_choice "auto") makes the tiny model write exactly that reply.
+                gbnf = r'root ::= "Sure, one moment." "\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"'
+                body = {"messages": msgs, "tools": WEATHER_TOOLS, "grammar": gbnf, "max_tokens": 100, "temperature": 0}
+                status, full, _ = request(p, "POST", "/v1/chat/completions", body)
+                msg = full["choices"][0]["message"] if status == 200 else {}
+                check(status == 200 and msg["content"] == "Sure, one moment.\n" and len(msg["tool_calls"]) == 1
+                      and json.loads(msg["tool_calls"][0]["function"]["arguments"]) == {"a": 1, "b": 2},
+                      f"content before a call, then the call: {msg}")
+                status, events, _, _ = stream(p, "/v1/chat/completions", {**body, "stream": True})
+                s_calls, s_content = streamed_tool_calls(events)
+                check(status == 200 and s_content == "Sure, one moment.\n"
+                      and [c["function"] for c in s_calls] == [c["function"] for c in msg.get("tool_calls", [])]
+                      and not any("<tool_call>" in (e["choices"][0]["delta"].get("content") or "")
+                                  for e in events[:-1] if e["choices"]),
+                      "streamed: the content, no marker text, then the call")
+            # The round trip: the call and its result go back through the template.
+            call = {"id": "abcDEF123", "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris", "unit": "celsius"}'}}
+            follow = msgs + [{"role": "assistant", "content": None, "tool_calls": [call]},
+                             {"role": "tool", "tool_call_id": "abcDEF123", "content": '{"temperature": 21}'}]
+            status, full, _ = request(p, "POST", "/v1/chat/completions",
+                                      {"messages": follow, "tools": WEATHER_TOOLS, "max_tokens": 16,
+                                       "temperature": 0, "tool_choice": "none"})
+            check(status == 200 and isinstance(full["choices"][0]["message"]["content"], str)
+                  and "tool_calls" not in full["choices"][0]["message"]
+                  and full["choices"][0]["finish_reason"] != "tool_calls",
+                  "tool result message renders; tool_choice none answers with text")
+            for bad, param in [({"type": "function", "function": {"name": "nope"}}, "tool_choice"),
+                               ("sometimes", "tool_choice")]:
+                status, err, _ = request(p, "POST", "/v1/chat/completions",
+                                         {"messages": msgs, "tools": WEATHER_TOOLS, "tool_choice": bad})
+                check(status == 400 and err["error"]["param"] == param, f"tool_choice {bad!r}: 400")
+            status, err, _ = request(p, "POST", "/v1/chat/completions",
+                                     {"messages": msgs + [{"role": "tool", "content": "x"}]})
+            check(status == 400 and "tool_call_id" in err["error"]["param"], "tool message without tool_call_id: 400")
+        finally:
+            check(srv.stop() == 0, "server stops cleanly on SIGTERM")
+
+
+
+def test_openai_npm(port, model_id, binary, model):
     print("official openai npm client")
     if shutil.which("npm") is None or shutil.which("node") is None:
         check(False, "node and npm are installed")
@@ -489,6 +682,25 @@ def test_openai_npm(port, model_id):
         check(isinstance(out["text"], str) and out["text"], f"openai chat completion: {out['text'][:40]!r}")
         check(out["streamed"] == out["text"] and out["stream_finish"] == out["finish"], "openai streamed == completed")
         check(out["usage"]["total_tokens"] > 0 and model_id in out["models"], "openai usage and models.list")
+        # The tool-calling flow against a server with a tool-capable template (Qwen2.5's).
+        srv = Server(binary, grammar_model(model), "--chat-template", template_path(TOOL_TEMPLATES[0]))
+        try:
+            script = os.path.join(tmp, "tools.mjs")
+            shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai_tools.mjs"), script)
+            r = subprocess.run(["node", script, f"http://127.0.0.1:{srv.port}/v1", "stories260K",
+                                json.dumps(WEATHER_TOOLS)], capture_output=True, text=True, timeout=120)
+            if check(r.returncode == 0, "openai tool-calling flow ran"):
+                out = json.loads(r.stdout.strip().splitlines()[-1])
+                check(out["finish"] == "tool_calls" and valid_call(out["call"], WEATHER_TOOLS),
+                      f"openai client: tool_calls {out['call']}")
+                check(out["streamed_call"] == out["call"]["function"], "openai client: streamed call (runTools-style "
+                      "accumulation) == completed call")
+                check(isinstance(out["answer"], str) and out["answer_finish"] in ("stop", "length"),
+                      f"openai client: final answer after the tool result: {out['answer'][:40]!r}")
+            else:
+                print(r.stdout[-2000:], r.stderr[-2000:])
+        finally:
+            check(srv.stop() == 0, "tool server stops cleanly")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -556,11 +768,13 @@ def main():
         test_garbage(srv.port)
         test_cancel(srv.port)
         if not skip_npm:
-            test_openai_npm(srv.port, model_id)
+            test_openai_npm(srv.port, model_id, binary, model)
         test_load(srv.port)
     finally:
         check(srv.stop() == 0, "server stops cleanly on SIGTERM")
     test_queue_and_key(binary, model)
+    test_response_format(binary, model)
+    test_tools(binary, grammar_model(model))
     print(f"{'FAILED' if FAILURES else 'PASSED'} in {time.time() - t0:.1f} s"
           + (f": {len(FAILURES)} failures" if FAILURES else ""))
     return 1 if FAILURES else 0

@@ -772,6 +772,20 @@ LMRT_API lmrt_status lmrt_chat_tokenize(const lmrt_model* model, const char* mes
                                        const lmrt_chat_template_params* params, int32_t* tokens, size_t capacity,
                                        size_t* n_tokens, char* err, size_t err_size);
 
+/* ---- grammars ------------------------------------------------------------------------------ */
+
+/* The GBNF (llama.cpp's format, start rule `root`) whose sentences are exactly the JSON texts the
+ * grammar sampler allows for the JSON Schema `schema_json` (what lmrt_generate_request.json_schema
+ * does), for callers that embed it in a grammar of their own (e.g. a tool call's arguments between
+ * a format's markers). Its other rules are named after the schema's paths and the JSON primitives
+ * (`ws`, `json-string`, ...). Output as for lmrt_chat_apply_template: NUL-terminated into buf, the
+ * length in *len, BUFFER_TOO_SMALL when capacity is too small (buf may be NULL when capacity is 0).
+ * err/err_size: optional message buffer.
+ * Errors: INVALID_ARGUMENT (NULL schema_json or len, bad JSON, an unsupported keyword: the message
+ * names its path), BUFFER_TOO_SMALL. */
+LMRT_API lmrt_status lmrt_json_schema_to_grammar(const char* schema_json, char* buf, size_t capacity, size_t* len,
+                                                 char* err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif
