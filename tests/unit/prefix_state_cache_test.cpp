@@ -3,7 +3,6 @@
 // cache's rules (threshold, scope by KV type, read-only, schema migration from version 1).
 #include <gtest/gtest.h>
 #include <lmrt/lmrt.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <sstream>
@@ -130,24 +129,11 @@ std::vector<int32_t> first(const std::vector<int32_t>& v, size_t n) {
   return std::vector<int32_t>(v.begin(), v.begin() + std::min(n, v.size()));
 }
 
-std::string sql(const std::string& path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  std::string out;
-  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_exec(
-        db, statement.c_str(),
-        [](void* o, int n, char** v, char**) {
-          if (n > 0 && v[0] != nullptr) *static_cast<std::string*>(o) = v[0];
-          return 0;
-        },
-        &out, nullptr);
-  }
-  sqlite3_close(db);
-  return out;
-}
+using lmrt::test::sqlite_query;
 
-std::string stored_prefixes(const std::string& path) { return sql(path, "SELECT count(*) FROM prefix_lengths"); }
+std::string stored_prefixes(const std::string& path) {
+  return sqlite_query(path, "SELECT count(*) FROM prefix_lengths");
+}
 
 TEST(PrefixStateCache, StatesFollowTheThresholdScopeAndReadOnlyRules) {
   ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
@@ -210,11 +196,11 @@ TEST(PrefixStateCache, AVersionOneCacheIsMigratedKeepingItsResponses) {
     ASSERT_EQ(lmrt_generate(c.get(), &r, nullptr, nullptr, nullptr), LMRT_OK);
   }
   // What lmrt wrote before prefix states existed: schema version 1, no prefix_lengths table.
-  sql(path, "DROP TABLE prefix_lengths; PRAGMA user_version = 1;");
-  ASSERT_EQ(sql(path, "PRAGMA user_version"), "1");
+  sqlite_query(path, "DROP TABLE prefix_lengths; PRAGMA user_version = 1;");
+  ASSERT_EQ(sqlite_query(path, "PRAGMA user_version"), "1");
   CachePtr cache = open_cache(path, 8);
   ASSERT_NE(cache, nullptr);
-  EXPECT_EQ(sql(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(sqlite_query(path, "PRAGMA user_version"), "2");
   ContextPtr c = cached_context(m.get(), cache.get());
   lmrt_generate_request r = lmrt::test::greedy_request(kSystemPrompt, 4);
   lmrt_generate_result res;
