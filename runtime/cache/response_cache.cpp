@@ -339,7 +339,7 @@ Status ResponseCache::lookup(const CacheKey& key, CachedResponse* out, bool* hit
 }
 
 Status ResponseCache::lookup_value(const CacheKey& key, const std::function<Status(const uint8_t*, size_t)>& use_value,
-                                   bool* hit) {
+                                   bool* hit, bool mark_used) {
   *hit = false;
   std::lock_guard<std::mutex> lock(mu_);
   bool expired = false;
@@ -370,7 +370,7 @@ Status ResponseCache::lookup_value(const CacheKey& key, const std::function<Stat
   }
   ++counters_.hits;
   *hit = true;
-  if (!read_only_) {
+  if (!read_only_ && mark_used) {
     // The result is good either way; a missed recency mark only makes eviction slightly less exact.
     Status s = touch(key);
     if (!s.ok()) warn("response cache " + path_ + ": " + s.message());

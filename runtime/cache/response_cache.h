@@ -85,7 +85,10 @@ class ResponseCache {
   // Any value under a key (the entries table: the same caps, TTL and recency as responses).
   // lookup_value hands the stored bytes to `use_value`, whose error makes the entry unreadable
   // (removed, with a warning, and reported as a miss).
-  Status lookup_value(const CacheKey& key, const std::function<Status(const uint8_t*, size_t)>& use_value, bool* hit);
+  // mark_used false leaves the entry's recency as it is: marking rewrites the whole row in SQLite,
+  // which for a large value (a prefix state of MiBs) costs more than the lookup itself.
+  Status lookup_value(const CacheKey& key, const std::function<Status(const uint8_t*, size_t)>& use_value, bool* hit,
+                      bool mark_used = true);
   // Whether an entry is stored under key (without reading it or marking it used).
   Status contains(const CacheKey& key, bool* found);
   // Stores a value; `also` (may be empty) runs inside the same transaction.

@@ -67,7 +67,7 @@ Status load_prompt_prefix(Context& ctx, const PrefixStateUse& use, const std::ve
           }
           return Status::Ok();
         },
-        &hit);
+        &hit, /*mark_used=*/false);  // states are evicted in the order they were stored
     LMRT_RETURN_IF_ERROR(s);
     if (hit) {
       *loaded = n;
