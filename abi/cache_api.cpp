@@ -41,6 +41,7 @@ lmrt_status lmrt_cache_open(const char* path, const lmrt_cache_params* params, l
         rp.ttl_seconds = p.ttl_seconds;
         rp.busy_timeout_ms = static_cast<int>(p.busy_timeout_ms);
         rp.check_on_open = p.check_on_open != 0;
+        rp.prefix_min_tokens = p.prefix_min_tokens;
         lmrt_cache* handle = c.get();
         rp.on_warning = [handle, cb = p.on_warning, user = p.warning_user_data](const std::string& m) {
           handle->errors.set(m);

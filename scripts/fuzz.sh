@@ -2,8 +2,8 @@
 # Builds the libFuzzer targets of tests/fuzz/ with Debian's clang (ASan + UBSan) and runs each for a
 # fixed time from its seed corpus (tests/fuzz/seeds/<target>/, plus stories260K.gguf for the GGUF
 # reader when ../shared is there). Targets: the GGUF reader, both tokenizers (SentencePiece and
-# byte-level BPE), the sampler spec parser, the plugin config parser, the chat template renderer and the
-# server's request parsing. Prints executions and coverage per target; a crash, leak or
+# byte-level BPE), the sampler spec parser, the plugin config parser, the chat template renderer, the
+# server's request parsing and the saved context state reader. Prints executions and coverage per target; a crash, leak or
 # sanitizer report fails the script and leaves the input in the build folder (turn it into a
 # regression test in tests/unit/, then add it to the seeds).
 # Usage: scripts/fuzz.sh [BUILD_DIR]   (LMRT_FUZZ_SECONDS per target, default 20; CLANGXX, default clang++)
@@ -37,6 +37,7 @@ declare -A sources=(
   [fuzz_chat_template]="${chat[*]} ${reader[*]} ${formats[*]}"
   [fuzz_server_request]="examples/server/api_request.cpp examples/server/chat_template.cpp examples/server/prompt_tokens.cpp
     examples/server/tool_call_grammar.cpp examples/server/tool_calls.cpp"
+  [fuzz_context_state]="runtime/generate/state_blob.cpp runtime/cache/sha256.cpp"
 )
 # Targets built from another target's source, with their own data file.
 declare -A source_of=([fuzz_spm_tokenizer]=fuzz_tokenizer [fuzz_bpe_tokenizer]=fuzz_tokenizer)
@@ -58,7 +59,7 @@ object() {  # source -> object path, rebuilt when the source or any header is ne
 }
 
 targets=(fuzz_gguf fuzz_spm_tokenizer fuzz_bpe_tokenizer fuzz_sampler_spec fuzz_plugin_config fuzz_chat_template
-  fuzz_server_request)
+  fuzz_server_request fuzz_context_state)
 [ -f "$lib" ] || { echo "fuzz.sh: $lib is missing (build the Release library first, or set LMRT_FUZZ_LIB)" >&2; exit 1; }
 echo "== fuzz build ($cxx) into $out"
 for t in "${targets[@]}"; do

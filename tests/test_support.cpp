@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -32,6 +33,24 @@ std::string write_temp_file(const std::string& name, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
+}
+
+std::string sqlite_query(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string result;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_exec(
+        db, sql.c_str(),
+        [](void* out, int n, char** values, char**) {
+          auto* s = static_cast<std::string*>(out);
+          if (s->empty() && n > 0 && values[0] != nullptr) *s = values[0];
+          return 0;
+        },
+        &result, nullptr);
+  }
+  sqlite3_close(db);
+  return result;
 }
 
 }  // namespace lmrt::test

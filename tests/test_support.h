@@ -1,4 +1,4 @@
-// Helpers shared by the tests: where ../shared is, reading whole files.
+// Helpers shared by the tests: where ../shared is, reading whole files, raw SQL on a cache file.
 #pragma once
 
 #include <string>
@@ -13,5 +13,8 @@ std::string model_path(const std::string& name);
 std::string read_file(const std::string& path);
 // Writes bytes to a fresh file under the test temp dir and returns its path.
 std::string write_temp_file(const std::string& name, const std::string& bytes);
+// Runs SQL on a SQLite file through its own connection (waiting up to 5 s for locks) and returns the
+// first column of the first row ("" when none or on error): a look behind the cache's back.
+std::string sqlite_query(const std::string& path, const std::string& sql);
 
 }  // namespace lmrt::test

@@ -60,11 +60,11 @@ std::string result_json(lmrt_model* model, const lmrt_generate_result& res) {
       ",\"finish_reason\":\"%s\",\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,\"total_tokens\":%u},"
       "\"timings\":{\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"ttft_ms\":%.3f,"
       "\"prefill_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f},\"context_shifts\":%u,\"cache_hit\":%s,\"cache_ms\":"
-      "%.3f",
+      "%.3f,\"reused_tokens\":%u",
       lmrt_finish_reason_str(res.finish_reason), res.prompt_tokens, res.completion_tokens,
       res.prompt_tokens + res.completion_tokens, res.load_ms, res.prefill_ms, res.decode_ms, res.ttft_ms,
       res.prefill_tokens_per_s, res.decode_tokens_per_s, res.context_shifts, res.cache_hit ? "true" : "false",
-      res.cache_ms);
+      res.cache_ms, res.reused_tokens);
   out += buf;
   if (res.logprobs != nullptr) {
     out += ",\"logprobs\":[";
@@ -98,11 +98,12 @@ int cmd_run(int argc, char** argv) {
   cli::Args args;
   std::string error;
   std::vector<cli::OptionSpec> spec = {
-      {"model", "m", true},         {"prompt", "p", true},        {"n-predict", "n", true},  {"threads", "t", true},
-      {"ctx-size", "c", true},      {"json", "", false},          {"no-bos", "", false},     {"special", "", false},
-      {"kv-f32", "", false},        {"logprobs", "", true},       {"beams", "", true},       {"keep", "", true},
-      {"context-shift", "", false}, {"length-penalty", "", true}, {"cache", "", true},       {"plugin", "", true},
-      {"stop-plugin", "", true},    {"grammar", "", true},        {"json-schema", "", true}, {"json-object", "", false},
+      {"model", "m", true},         {"prompt", "p", true},        {"n-predict", "n", true}, {"threads", "t", true},
+      {"ctx-size", "c", true},      {"json", "", false},          {"no-bos", "", false},    {"special", "", false},
+      {"kv-f32", "", false},        {"logprobs", "", true},       {"beams", "", true},      {"keep", "", true},
+      {"context-shift", "", false}, {"length-penalty", "", true}, {"cache", "", true},      {"prefix-cache", "", true},
+      {"plugin", "", true},         {"stop-plugin", "", true},    {"grammar", "", true},    {"json-schema", "", true},
+      {"json-object", "", false},
   };
   spec.insert(spec.end(), cli::kSamplingOptions.begin(), cli::kSamplingOptions.end());
   if (!cli::parse_args(argc, argv, 2, spec, &args, &error)) {
@@ -113,6 +114,12 @@ int cmd_run(int argc, char** argv) {
   if (!cli::parse_generation_sizes("run", args, &sizes)) return 2;
   if (!args.has("prompt")) {
     cli::print_error("run", "give a prompt with -p TEXT (-p \"\" starts from BOS alone)");
+    return 2;
+  }
+  long long prefix_min = 0;
+  if (args.has("prefix-cache") &&
+      (!args.has("cache") || !cli::parse_int(args.get("prefix-cache"), 1, 1 << 20, &prefix_min))) {
+    cli::print_error("run", "--prefix-cache needs --cache FILE and a minimum prompt length from 1 to 1048576 tokens");
     return 2;
   }
   lmrt_model* model = cli::open_model(cli::model_path(args));
@@ -130,6 +137,7 @@ int cmd_run(int argc, char** argv) {
     lmrt_cache_params kp;
     lmrt_cache_params_init(&kp);
     kp.on_warning = [](void*, const char* m) { std::fprintf(stderr, "lmrt: cache: %s\n", m); };
+    kp.prefix_min_tokens = static_cast<uint32_t>(prefix_min);
     char cerr[1024] = {0};
     if (lmrt_cache_open(args.get("cache").c_str(), &kp, &cache, cerr, sizeof cerr) != LMRT_OK)
       std::fprintf(stderr, "lmrt: cache: %s (generating without it)\n", cerr);

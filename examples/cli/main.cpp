@@ -16,6 +16,7 @@ void usage(FILE* out) {
       "              --seed S --samplers SPEC (e.g. \"top_k(40) top_p(0.9) temperature(0.7) dist\")\n"
       "            --stop STR (repeatable) --logprobs N --beams K [--length-penalty L]\n"
       "            --context-shift [--keep N] --no-bos --special --kv-f32 --cache FILE\n"
+      "            --prefix-cache N (with --cache: store prompt states of N+ tokens, load them later)\n"
       "            --plugin FILE (repeatable) --stop-plugin SPEC (e.g. 'regex(pattern=\"[.!?]\")')\n"
       "            constrained: --grammar FILE.gbnf | --json-schema FILE.json | --json-object (any JSON\n"
       "              object; --json is the run's JSON output) ('grammar' in --samplers places it)\n"

@@ -43,6 +43,7 @@ struct ChoiceSink {
   std::function<bool()> should_stop;  // polled after every token
   std::function<bool(int index, const Piece& piece, size_t offset)> on_piece;
   std::function<bool(int index, const ChoiceResult& result)> on_done;
+  ServerMetrics* metrics = nullptr;  // receives every finished choice
 };
 
 struct RunTotals {
@@ -68,6 +69,9 @@ bool run_all(lmrt_context* ctx, const ApiRequest& r, const std::vector<std::vect
       if (sink.should_stop()) return false;
       ChoiceResult result = run_choice(ctx, prompt_ids[p], r.sampling, static_cast<uint64_t>(j),
                                        std::function<bool(const Piece&)>(on_piece));
+      if (sink.metrics != nullptr && result.status == LMRT_OK)
+        sink.metrics->record_choice(ctx, result.prompt_tokens, result.reused_tokens, result.completion_tokens,
+                                    result.ttft_ms, result.decode_ms, result.kv_cells);
       if (!alive || result.finish == LMRT_FINISH_CANCELLED) return false;
       if (result.status != LMRT_OK) {
         totals->failure = std::move(result);
@@ -119,13 +123,14 @@ std::string call_id(const ResponseMeta& meta, int index, size_t k, ToolCallForma
 }  // namespace
 
 ApiServer::ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts facts, std::string model_id,
-                     AccessPolicy policy, unsigned timeout_s)
+                     AccessPolicy policy, unsigned timeout_s, ServerMetrics* metrics)
     : model_(model),
       pool_(pool),
       facts_(facts),
       model_id_(std::move(model_id)),
       policy_(std::move(policy)),
       timeout_s_(timeout_s),
+      metrics_(metrics),
       started_(now_seconds()) {}
 
 std::string ApiServer::next_id(Endpoint ep) {
@@ -152,6 +157,20 @@ HttpResponse ApiServer::health() const {
                             {"slots_busy", s.busy},
                             {"queued", s.queued},
                             {"queue_limit", s.max_queue}});
+}
+
+HttpResponse ApiServer::metrics() const {
+  const ContextPool::Stats s = pool_->stats();
+  MetricsGauges g;
+  g.slots_busy = s.busy;
+  g.slots_total = s.idle + s.busy;
+  g.queued = s.queued;
+  g.queue_limit = s.max_queue;
+  g.kv_cells_total = uint64_t{facts_.n_ctx} * g.slots_total;
+  HttpResponse r;
+  r.content_type = kMetricsContentType;
+  r.body = metrics_->render(g);
+  return r;
 }
 
 HttpOutcome ApiServer::handle(const HttpRequest& req) {
@@ -182,7 +201,7 @@ HttpOutcome ApiServer::route(const HttpRequest& req) {
     return out;
   }
   const bool generate_path = req.path == "/v1/completions" || req.path == "/v1/chat/completions";
-  const bool get_path = req.path == "/v1/models" || req.path == "/health";
+  const bool get_path = req.path == "/v1/models" || req.path == "/health" || req.path == "/metrics";
   if (req.method == "OPTIONS" && (generate_path || get_path) && cors_allow_origin(policy_, req.header("origin"))) {
     out.response.status = 204;
     out.response.content_type.clear();
@@ -203,7 +222,7 @@ HttpOutcome ApiServer::route(const HttpRequest& req) {
   if (generate_path && req.method == "POST")
     return generate(req, req.path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
   if (get_path && (req.method == "GET" || req.method == "HEAD")) {
-    out.response = req.path == "/health" ? health() : models();
+    out.response = req.path == "/health" ? health() : req.path == "/metrics" ? metrics() : models();
     return out;
   }
   if (generate_path || get_path) {
@@ -276,15 +295,17 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
     return StopCause::kNone;
   };
   const unsigned timeout_s = timeout_s_;
+  ServerMetrics* metrics = metrics_;
 
   ContextPool::Job job;
   if (!request->stream) {
-    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx,
-                                                                                          bool abandon) {
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s, metrics](lmrt_context* ctx,
+                                                                                                   bool abandon) {
       if (abandon) return exchange->answer(error_response(stop_error(StopCause::kShutdown, timeout_s)));
       json choices = json::array();
       StopCause cause = StopCause::kNone;
       ChoiceSink sink;
+      sink.metrics = metrics;
       sink.should_stop = [&] { return (cause = stop_cause()) != StopCause::kNone; };
       sink.on_done = [&](int index, const ChoiceResult& r) {
         const std::string text = request->echo ? request->prompts[index / request->n] + r.text : r.text;
@@ -312,8 +333,8 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
     };
     out.kind = HttpOutcome::kLater;
   } else {
-    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s](lmrt_context* ctx,
-                                                                                          bool abandon) {
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s, metrics](lmrt_context* ctx,
+                                                                                                   bool abandon) {
       auto send = [&](const std::string& payload) { return exchange->write("data: " + payload + "\n\n"); };
       auto finish_with = [&](const ApiError& e) {
         send(dump_json(error_object(e)));
@@ -336,6 +357,7 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
       };
       StopCause cause = StopCause::kNone;
       ChoiceSink sink;
+      sink.metrics = metrics;
       sink.should_stop = [&] { return (cause = stop_cause()) != StopCause::kNone; };
       // With tools, text is held back from where a call may begin (tool_calls.h) and the calls are
       // sent as delta.tool_calls once the reply is complete.

@@ -11,14 +11,15 @@
 #include "api_request.h"
 #include "context_pool.h"
 #include "http_server.h"
+#include "server_metrics.h"
 
 namespace server {
 
 class ApiServer {
  public:
-  // model, pool: must outlive the server. timeout_s: per request (0: none).
+  // model, pool, metrics: must outlive the server. timeout_s: per request (0: none).
   ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts facts, std::string model_id, AccessPolicy policy,
-            unsigned timeout_s);
+            unsigned timeout_s, ServerMetrics* metrics);
 
   // The HttpServer handler: never blocks, never throws.
   HttpOutcome handle(const HttpRequest& req);
@@ -28,6 +29,7 @@ class ApiServer {
   HttpOutcome generate(const HttpRequest& req, Endpoint ep);
   HttpResponse models() const;
   HttpResponse health() const;
+  HttpResponse metrics() const;
   std::string next_id(Endpoint ep);
 
   const lmrt_model* model_;
@@ -36,6 +38,7 @@ class ApiServer {
   std::string model_id_;
   AccessPolicy policy_;
   unsigned timeout_s_;
+  ServerMetrics* metrics_;
   int64_t started_;
   std::atomic<uint64_t> counter_{0};
 };

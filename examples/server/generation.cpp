@@ -76,7 +76,10 @@ ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, c
   out.text.assign(res.text, res.text_len);
   out.prompt_tokens = res.prompt_tokens;
   out.completion_tokens = res.completion_tokens;
+  out.reused_tokens = res.reused_tokens;
   out.ttft_ms = res.ttft_ms;
+  out.decode_ms = res.decode_ms;
+  out.kv_cells = res.n_past;
   if (res.logprobs != nullptr)
     for (uint32_t i = 0; i < res.completion_tokens; ++i) out.logprobs.push_back(to_logprob(res.logprobs[i]));
   return out;

@@ -55,8 +55,11 @@ struct ChoiceResult {
   std::string text;
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
+  uint32_t reused_tokens = 0;  // prompt tokens whose KV entries were reused
   std::vector<TokenLogprob> logprobs;
   double ttft_ms = 0;
+  double decode_ms = 0;   // every generated token after the first
+  uint32_t kv_cells = 0;  // tokens the context holds afterwards
 };
 
 // Generates one choice. `seed_offset` is added to a given seed so that the n choices of one

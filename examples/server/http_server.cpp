@@ -126,6 +126,12 @@ bool Exchange::client_gone() {
 }
 
 struct HttpGlue {
+  // Queues an answer and tells the status observer.
+  static MHD_Result answer(HttpServer* self, MHD_Connection* c, const HttpResponse& r) {
+    if (self->on_status_) self->on_status_(r.status);
+    return queue(c, r);
+  }
+
   static ssize_t read_stream(void* cls, uint64_t, char* buf, size_t max) {
     auto* ex = static_cast<std::shared_ptr<Exchange>*>(cls)->get();
     std::lock_guard<std::mutex> lock(ex->mu_);
@@ -175,11 +181,13 @@ struct HttpGlue {
       size_t header_bytes = state->request.method.size() + state->request.path.size() + 12;
       for (const auto& [name, value] : state->request.headers) header_bytes += name.size() + value.size() + 4;
       if (header_bytes > self->limits_.max_header_bytes)
-        return queue(c, plain_error(431, "the request headers are larger than " +
-                                             std::to_string(self->limits_.max_header_bytes) + " bytes"));
+        return answer(self, c,
+                      plain_error(431, "the request headers are larger than " +
+                                           std::to_string(self->limits_.max_header_bytes) + " bytes"));
       const int64_t now = now_ms();
       if (conn != nullptr) {
-        if (conn->deadline_ms.load() < now) return queue(c, plain_error(408, "the request headers took too long"));
+        if (conn->deadline_ms.load() < now)
+          return answer(self, c, plain_error(408, "the request headers took too long"));
         conn->deadline_ms = now + int64_t{self->limits_.body_timeout_s} * 1000;
       }
       const std::string length = state->request.header("content-length");
@@ -189,8 +197,9 @@ struct HttpGlue {
         char* end = nullptr;
         const unsigned long long n = std::strtoull(length.c_str(), &end, 10);
         if (n > self->limits_.max_body_bytes)
-          return queue(c, plain_error(413, "the request body is larger than " +
-                                               std::to_string(self->limits_.max_body_bytes) + " bytes"));
+          return answer(self, c,
+                        plain_error(413, "the request body is larger than " +
+                                             std::to_string(self->limits_.max_body_bytes) + " bytes"));
       }
       return MHD_YES;
     }
@@ -208,8 +217,9 @@ struct HttpGlue {
     }
     if (state->too_large && !state->handled) {
       state->handled = true;
-      return queue(c, plain_error(413, "the request body is larger than " +
-                                           std::to_string(self->limits_.max_body_bytes) + " bytes"));
+      return answer(self, c,
+                    plain_error(413, "the request body is larger than " + std::to_string(self->limits_.max_body_bytes) +
+                                         " bytes"));
     }
 
     if (!state->handled) {  // body complete
@@ -222,7 +232,7 @@ struct HttpGlue {
         out = HttpOutcome{};
         out.response = plain_error(500, "internal error");
       }
-      if (out.kind == HttpOutcome::kNow || !out.exchange) return queue(c, out.response);
+      if (out.kind == HttpOutcome::kNow || !out.exchange) return answer(self, c, out.response);
       state->exchange = out.exchange;
       Exchange* ex = out.exchange.get();
       std::lock_guard<std::mutex> lock(ex->mu_);
@@ -238,11 +248,12 @@ struct HttpGlue {
           MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, out.response.content_type.c_str());
         for (const auto& [name, value] : out.response.headers)
           MHD_add_response_header(res, name.c_str(), value.c_str());
+        if (self->on_status_) self->on_status_(out.response.status);
         const MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(out.response.status), res);
         MHD_destroy_response(res);
         return ok;
       }
-      if (ex->done_) return queue(c, ex->answer_);
+      if (ex->done_) return answer(self, c, ex->answer_);
       ex->suspended_ = true;
       MHD_suspend_connection(c);
       return MHD_YES;
@@ -251,7 +262,7 @@ struct HttpGlue {
     if (state->exchange) {
       Exchange* ex = state->exchange.get();
       std::lock_guard<std::mutex> lock(ex->mu_);
-      if (ex->done_) return queue(c, ex->answer_);
+      if (ex->done_) return answer(self, c, ex->answer_);
       ex->suspended_ = true;
       MHD_suspend_connection(c);
       return MHD_YES;

@@ -96,6 +96,10 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Receives the status of every answer as it is queued (refusals of this layer included; a stream
+  // counts when its head goes out). Set before start(); called on the event loops, must not block.
+  void set_status_observer(std::function<void(int status)> observer) { on_status_ = std::move(observer); }
+
   // Binds host:port and starts the event loops; false with a message on failure.
   bool start(const std::string& host, int port, std::string* error);
   // Stops accepting new connections; open ones are still served.
@@ -113,6 +117,7 @@ class HttpServer {
 
   HttpLimits limits_;
   Handler handler_;
+  std::function<void(int)> on_status_;
   MHD_Daemon* daemon_ = nullptr;
   std::atomic<size_t> active_{0};
 

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -17,7 +18,9 @@
 #include "chat_template.h"
 #include "context_pool.h"
 #include "http_server.h"
+#include "loading_answer.h"
 #include "serve_options.h"
+#include "server_metrics.h"
 
 namespace server {
 namespace {
@@ -46,6 +49,40 @@ struct Handles {
 
 int serve(ServeOptions opt) {
   if (opt.host == "localhost") opt.host = "127.0.0.1";  // libmicrohttpd binds numeric addresses
+  std::string why;
+  AccessPolicy policy{opt.host, opt.allowed_hosts, opt.cors_origin, opt.api_key};
+  if (!opt.api_key_file.empty()) {
+    auto key = read_api_key_file(opt.api_key_file, &why);
+    if (!key) {
+      fail(why);
+      return 2;
+    }
+    policy.api_key = *key;
+  }
+  // The port opens first and answers 503 "loading" (same Host rule) until the model and contexts
+  // are ready, so that /health tells a loading server from a dead one. Declared before everything
+  // the API uses, so that the event loops stop (at the end of serve) before any of it is freed.
+  ServerMetrics metrics;
+  std::atomic<ApiServer*> ready{nullptr};
+  HttpServer http(opt.http, [&ready, &policy](const HttpRequest& req) {
+    ApiServer* api = ready.load(std::memory_order_acquire);
+    return api != nullptr ? api->handle(req) : loading_answer(policy, req);
+  });
+  http.set_status_observer([&metrics](int status) { metrics.record_status(status); });
+  if (!http.start(opt.host, opt.port, &why)) {
+    fail(why);
+    return 1;
+  }
+  // From here every return goes through this: the event loops must not outlive what they use.
+  struct StopHttp {
+    HttpServer& http;
+    std::atomic<ApiServer*>& ready;
+    ~StopHttp() {
+      ready.store(nullptr);
+      http.stop();
+    }
+  } stop_http{http, ready};
+
   Handles h;
   char err[1024] = "";
   lmrt_model_params mp;
@@ -55,7 +92,6 @@ int serve(ServeOptions opt) {
     fail("cannot open model " + opt.model_path + ": " + lmrt_status_str(st) + ": " + err);
     return 1;
   }
-  std::string why;
   const std::optional<ChatTemplates> templates = load_chat_templates(h.model, opt.chat_template, &why);
   if (!templates) {
     fail(why);
@@ -70,6 +106,7 @@ int serve(ServeOptions opt) {
     lmrt_cache_params cp;
     lmrt_cache_params_init(&cp);
     cp.on_warning = print_cache_warning;
+    cp.prefix_min_tokens = opt.prefix_min_tokens;
     if (lmrt_cache_open(opt.cache_path.c_str(), &cp, &h.cache, err, sizeof err) != LMRT_OK)
       fail("no response cache (" + std::string(err) + "); going on without one");
   }
@@ -105,28 +142,17 @@ int serve(ServeOptions opt) {
 
   ModelFacts facts{h.plugins, info.n_vocab, pool->n_ctx(), h.model, &*templates};
   facts.max_tokens_limit = opt.max_tokens_limit != 0 ? opt.max_tokens_limit : pool->n_ctx();
-  AccessPolicy policy{opt.host, opt.allowed_hosts, opt.cors_origin, opt.api_key};
-  if (!opt.api_key_file.empty()) {
-    auto key = read_api_key_file(opt.api_key_file, &why);
-    if (!key) {
-      fail(why);
-      return 2;
-    }
-    policy.api_key = *key;
-  }
   ApiServer api(h.model, pool.get(), facts, opt.alias.empty() ? model_id_from_path(opt.model_path) : opt.alias, policy,
-                opt.timeout_s);
-  HttpServer http(opt.http, [&api](const HttpRequest& req) { return api.handle(req); });
-  if (!http.start(opt.host, opt.port, &why)) {
-    fail(why);
-    return 1;
-  }
+                opt.timeout_s, &metrics);
+  ready.store(&api, std::memory_order_release);
   std::fprintf(
       stderr,
       "lmrt serve: %s on http://%s:%d (parallel %u, queue %zu, n_ctx %u, threads %u, chat template %s, tools %s%s)\n",
       model_id_from_path(opt.model_path).c_str(), opt.host.c_str(), opt.port, opt.parallel, queue, pool->n_ctx(),
       cp.n_threads, templates->name.c_str(), tool_call_format_name(templates->tool_format),
-      h.cache != nullptr ? ", cache on" : "");
+      h.cache == nullptr           ? ""
+      : opt.prefix_min_tokens != 0 ? ", cache and prefix states on"
+                                   : ", cache on");
 
   // SIGINT/SIGTERM are blocked in every thread and taken here: stop accepting, let in-flight
   // requests finish within the grace period, cancel the rest, flush their answers, exit 0.

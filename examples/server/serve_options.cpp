@@ -22,14 +22,16 @@ bool to_uint(const char* text, unsigned long lo, unsigned long hi, uint32_t* out
 
 const char* serve_usage() {
   return "usage: lmrt serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--queue N]\n"
-         "                  [--ctx-size N] [--threads N] [--cache FILE] [--plugin FILE]\n"
+         "                  [--ctx-size N] [--threads N] [--cache FILE [--prefix-cache N]] [--plugin FILE]\n"
          "                  [--api-key-file FILE] [--allowed-host NAME]... [--cors-origin ORIGIN]\n"
          "                  [--max-tokens-limit N] [--timeout S] [--grace S]\n"
          "                  [--max-connections N] [--max-connections-per-client N] [--max-header-bytes N]\n"
          "                  [--max-body-bytes N] [--header-timeout S] [--body-timeout S] [--idle-timeout S]\n"
          "                  [--no-mmap] [--chat-template auto|chatml|llama3|llama2|zephyr|plain|FILE] [--alias NAME]\n"
          "  OpenAI-compatible HTTP API: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,\n"
-         "  GET /health. --parallel contexts share the model; --queue requests wait for one (default\n"
+         "  GET /health, GET /metrics. --prefix-cache N: prompts of more than N tokens leave their state in\n"
+         "  the --cache file and later requests starting with one (after a restart too) load it.\n"
+         "  --parallel contexts share the model; --queue requests wait for one (default\n"
          "  4 x parallel), more get 429. MODEL may come from $LMRT_MODEL; the API key from\n"
          "  --api-key-file or $LMRT_API_KEY (--api-key KEY works but shows the key to `ps`).\n"
          "  max_tokens is clamped to --max-tokens-limit (default: the context size); a request runs\n"
@@ -79,6 +81,8 @@ bool parse_serve_options(int argc, char** argv, int first, ServeOptions* out, st
       if (!number(1, 1024, &out->threads)) return false;
     } else if (opt == "--cache") {
       out->cache_path = value;
+    } else if (opt == "--prefix-cache") {
+      if (!number(1, 1u << 24, &out->prefix_min_tokens)) return false;
     } else if (opt == "--plugin") {
       out->plugin_path = value;
     } else if (opt == "--api-key") {
@@ -124,6 +128,10 @@ bool parse_serve_options(int argc, char** argv, int first, ServeOptions* out, st
       *error = "unknown option: " + opt;
       return false;
     }
+  }
+  if (!out->help && out->prefix_min_tokens != 0 && out->cache_path.empty()) {
+    *error = "--prefix-cache needs --cache FILE (the states are kept in it)";
+    return false;
   }
   if (!out->help && out->model_path.empty()) {
     *error = "no model: give -m MODEL or set LMRT_MODEL";

@@ -18,6 +18,7 @@ struct ServeOptions {
   uint32_t ctx_size = 0;  // 0: the model's training context
   uint32_t threads = 0;   // per context; 0: online CPUs / parallel (at least 1)
   std::string cache_path;
+  uint32_t prefix_min_tokens = 0;  // --prefix-cache N: keep prompt states of more than N tokens in the cache
   std::string plugin_path;
   std::string api_key;  // --api-key, else $LMRT_API_KEY (--api-key-file replaces both)
   std::string api_key_file;

@@ -42,6 +42,16 @@ CREATE TRIGGER entries_after_resize AFTER UPDATE OF size ON entries BEGIN
   UPDATE totals SET bytes = bytes - OLD.size + NEW.size WHERE id = 0;
 END;
 )sql",
+    // Version 2: the token counts of the prompt-prefix states stored in entries, per model and KV
+    // geometry (scope), so a prompt is matched against the few lengths that exist. A count whose
+    // entry was evicted stays until the next clear: looking it up is a miss.
+    R"sql(
+CREATE TABLE prefix_lengths(
+  scope BLOB NOT NULL CHECK (length(scope) = 32),
+  n_tokens INTEGER NOT NULL,
+  PRIMARY KEY (scope, n_tokens)
+) WITHOUT ROWID;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kCurrentVersion);
 

@@ -73,6 +73,14 @@ Status ResponseCache::prepare_statements(int* rc) {
       sqlite::prepare(db, "SELECT last_used, size FROM entries ORDER BY last_used ASC", &st_.lru_scan, rc));
   LMRT_RETURN_IF_ERROR(sqlite::prepare(db, "DELETE FROM entries WHERE last_used <= ?1", &st_.evict_upto, rc));
   LMRT_RETURN_IF_ERROR(sqlite::prepare(db, "DELETE FROM entries", &st_.clear, rc));
+  LMRT_RETURN_IF_ERROR(sqlite::prepare(db, "DELETE FROM prefix_lengths", &st_.clear_prefixes, rc));
+  LMRT_RETURN_IF_ERROR(sqlite::prepare(db,
+                                       "SELECT n_tokens FROM prefix_lengths WHERE scope = ?1 AND n_tokens <= ?2 "
+                                       "ORDER BY n_tokens DESC LIMIT 64",
+                                       &st_.prefix_lengths, rc));
+  LMRT_RETURN_IF_ERROR(sqlite::prepare(db, "SELECT 1 FROM entries WHERE key = ?1", &st_.exists, rc));
+  LMRT_RETURN_IF_ERROR(sqlite::prepare(db, "INSERT OR IGNORE INTO prefix_lengths(scope, n_tokens) VALUES (?1, ?2)",
+                                       &st_.add_prefix, rc));
   return Status::Ok();
 }
 
@@ -326,6 +334,12 @@ Status ResponseCache::remove(const CacheKey& key) {
 }
 
 Status ResponseCache::lookup(const CacheKey& key, CachedResponse* out, bool* hit) {
+  return lookup_value(
+      key, [&](const uint8_t* data, size_t size) { return deserialize_cached_response(data, size, out); }, hit);
+}
+
+Status ResponseCache::lookup_value(const CacheKey& key, const std::function<Status(const uint8_t*, size_t)>& use_value,
+                                   bool* hit, bool mark_used) {
   *hit = false;
   std::lock_guard<std::mutex> lock(mu_);
   bool expired = false;
@@ -345,7 +359,7 @@ Status ResponseCache::lookup(const CacheKey& key, CachedResponse* out, bool* hit
     } else {
       const auto* blob = static_cast<const uint8_t*>(sqlite3_column_blob(use.get(), 0));
       const int n = sqlite3_column_bytes(use.get(), 0);
-      unreadable = deserialize_cached_response(blob, static_cast<size_t>(n), out);
+      unreadable = use_value(blob, static_cast<size_t>(n));
     }
   }
   if (expired || !unreadable.ok()) {
@@ -356,7 +370,7 @@ Status ResponseCache::lookup(const CacheKey& key, CachedResponse* out, bool* hit
   }
   ++counters_.hits;
   *hit = true;
-  if (!read_only_) {
+  if (!read_only_ && mark_used) {
     // The result is good either way; a missed recency mark only makes eviction slightly less exact.
     Status s = touch(key);
     if (!s.ok()) warn("response cache " + path_ + ": " + s.message());
@@ -408,6 +422,11 @@ Status ResponseCache::store(const CacheKey& key, const CachedResponse& response)
   if (read_only_) return Status::Ok();
   std::string blob;
   LMRT_RETURN_IF_ERROR(serialize_cached_response(response, &blob));
+  return store_value(key, blob, nullptr);
+}
+
+Status ResponseCache::store_value(const CacheKey& key, std::string_view blob, const std::function<Status()>& also) {
+  if (read_only_) return Status::Ok();
   const uint64_t size = blob.size() + key.size();
   if (params_.max_bytes > 0 && size > params_.max_bytes) return Status::Ok();  // could never fit
 
@@ -430,6 +449,7 @@ Status ResponseCache::store(const CacheKey& key, const CachedResponse& response)
       sqlite3_bind_int64(upsert.get(), 4, now);
       LMRT_RETURN_IF_ERROR(step_done(upsert.get(), "storing an entry"));
     }
+    if (also) LMRT_RETURN_IF_ERROR(also());
     return evict_over_caps();
   });
   if (!s.ok()) {
@@ -439,6 +459,41 @@ Status ResponseCache::store(const CacheKey& key, const CachedResponse& response)
   ++counters_.stores;
   counters_.expirations += expired;
   return Status::Ok();
+}
+
+Status ResponseCache::contains(const CacheKey& key, bool* found) {
+  *found = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite::StmtUse use(st_.exists.get());
+  bind_key(use.get(), 1, key);
+  const int rc = sqlite3_step(use.get());
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqlite::error(db_.get(), rc, "response cache lookup");
+  *found = rc == SQLITE_ROW;
+  return Status::Ok();
+}
+
+Status ResponseCache::prefix_lengths(const CacheKey& scope, uint32_t max_tokens, std::vector<uint32_t>* out) {
+  out->clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite::StmtUse use(st_.prefix_lengths.get());
+  bind_key(use.get(), 1, scope);
+  sqlite3_bind_int64(use.get(), 2, max_tokens);
+  for (;;) {
+    const int rc = sqlite3_step(use.get());
+    if (rc == SQLITE_DONE) return Status::Ok();
+    if (rc != SQLITE_ROW) return sqlite::error(db_.get(), rc, "prefix state lookup");
+    out->push_back(static_cast<uint32_t>(sqlite3_column_int64(use.get(), 0)));
+  }
+}
+
+Status ResponseCache::store_prefix(const CacheKey& scope, uint32_t n_tokens, const CacheKey& key,
+                                   std::string_view state) {
+  return store_value(key, state, [&]() -> Status {
+    sqlite::StmtUse add(st_.add_prefix.get());
+    bind_key(add.get(), 1, scope);
+    sqlite3_bind_int64(add.get(), 2, n_tokens);
+    return step_done(add.get(), "recording a prefix state");
+  });
 }
 
 Status ResponseCache::lookup(const CacheKeyFields& fields, CachedResponse* out, bool* hit) {
@@ -468,9 +523,11 @@ Status ResponseCache::stats(ResponseCacheStats* out) {
 Status ResponseCache::clear() {
   if (read_only_) return Error(Code::cache, "response cache " + path_ + " is read-only; cannot clear it");
   std::lock_guard<std::mutex> lock(mu_);
-  return write_transaction("clearing", [&] {
+  return write_transaction("clearing", [&]() -> Status {
     sqlite::StmtUse use(st_.clear.get());
-    return step_done(use.get(), "clearing");
+    LMRT_RETURN_IF_ERROR(step_done(use.get(), "clearing"));
+    sqlite::StmtUse prefixes(st_.clear_prefixes.get());
+    return step_done(prefixes.get(), "clearing");
   });
 }
 

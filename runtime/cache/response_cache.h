@@ -17,6 +17,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "runtime/cache/cache_key.h"
 #include "runtime/cache/cached_response.h"
@@ -32,6 +34,9 @@ struct ResponseCacheParams {
   bool read_only = false;             // lookups only; the file is opened read-only
   int busy_timeout_ms = 5000;         // how long one operation waits for another process's lock
   bool check_on_open = true;          // run PRAGMA quick_check at open (reads the whole file)
+  // Prompt-prefix states (prefix_state_cache.h): a request whose prompt has at least this many tokens
+  // stores the state of its prompt; 0 = off (none stored, none looked up).
+  uint32_t prefix_min_tokens = 0;
   // Wall-clock time in Unix milliseconds, for created_at and the TTL. Empty: the system clock.
   std::function<int64_t()> clock_ms;
   // Receives each warning (damaged file set aside, read-only fallback). Empty: warnings dropped.
@@ -76,6 +81,24 @@ class ResponseCache {
   Status lookup(const CacheKeyFields& fields, CachedResponse* out, bool* hit);
   Status store(const CacheKeyFields& fields, const CachedResponse& response);
   Status stats(ResponseCacheStats* out);
+
+  // Any value under a key (the entries table: the same caps, TTL and recency as responses).
+  // lookup_value hands the stored bytes to `use_value`, whose error makes the entry unreadable
+  // (removed, with a warning, and reported as a miss).
+  // mark_used false leaves the entry's recency as it is: marking rewrites the whole row in SQLite,
+  // which for a large value (a prefix state of MiBs) costs more than the lookup itself.
+  Status lookup_value(const CacheKey& key, const std::function<Status(const uint8_t*, size_t)>& use_value, bool* hit,
+                      bool mark_used = true);
+  // Whether an entry is stored under key (without reading it or marking it used).
+  Status contains(const CacheKey& key, bool* found);
+  // Stores a value; `also` (may be empty) runs inside the same transaction.
+  Status store_value(const CacheKey& key, std::string_view value, const std::function<Status()>& also);
+  // Prompt-prefix states: the token counts recorded under `scope` (a model and KV geometry), at most
+  // max_tokens, longest first (at most 64). A recorded count whose entry was evicted since is a miss.
+  Status prefix_lengths(const CacheKey& scope, uint32_t max_tokens, std::vector<uint32_t>* out);
+  // Stores a prefix state under `key` and records n_tokens under `scope`, in one transaction.
+  Status store_prefix(const CacheKey& scope, uint32_t n_tokens, const CacheKey& key, std::string_view state);
+  uint32_t prefix_min_tokens() const { return params_.prefix_min_tokens; }
   // Removes every entry. Errors in read-only mode.
   Status clear();
   // Rebuilds the file to return free pages to the file system. Errors in read-only mode.
@@ -110,6 +133,7 @@ class ResponseCache {
   struct Statements {
     sqlite::Stmt begin, commit, rollback;
     sqlite::Stmt select, touch, remove, upsert, purge_expired, totals, lru_scan, evict_upto, clear;
+    sqlite::Stmt clear_prefixes, prefix_lengths, add_prefix, exists;
   } st_;
   ResponseCacheStats counters_;
 };

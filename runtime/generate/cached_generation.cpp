@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "runtime/cache/cache_key.h"
+#include "runtime/generate/prefix_state_cache.h"
 
 namespace lmrt {
 
@@ -69,6 +70,24 @@ bool replay(const CachedResponse& c, TokenSink sink, GenerateResult* out) {
   return true;
 }
 
+// generate() with the cache's prompt-prefix states around it (when the cache keeps them): the longest
+// stored prefix of the prompt is loaded before, the prompt's own stored after. Their errors are
+// warnings; loading counts as cache time (the result's timings start in generate()).
+Status generate_with_prefix_states(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, const CacheUse& use,
+                                   TokenSink sink, GenerateResult* result, CacheOutcome* outcome) {
+  PrefixStateUse prefix{use.cache, use.fingerprint, use.version};
+  if (!prefix.on()) return generate(ctx, tok, req, sink, result);
+  std::vector<int32_t> prompt;
+  LMRT_RETURN_IF_ERROR(tokenize_prompt(tok, req, &prompt));
+  uint32_t loaded = 0;
+  const auto t0 = Clock::now();
+  if (Status s = load_prompt_prefix(ctx, prefix, prompt, &loaded); !s.ok()) outcome->warning = s.message();
+  outcome->lookup_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  LMRT_RETURN_IF_ERROR(generate(ctx, tok, req, sink, result));
+  if (Status s = store_prompt_prefix(ctx, prefix, prompt); !s.ok()) outcome->warning = s.message();
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, const CacheUse& use,
@@ -78,7 +97,8 @@ Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest
   // cached only through their canonical text, which extra_key carries.
   const bool deterministic =
       req.sampler == nullptr || (req.sampler->deterministic() && (!req.sampler->uses_rng() || use.seeded));
-  if (use.cache == nullptr || !deterministic) return generate(ctx, tok, req, sink, result);
+  if (use.cache == nullptr || !deterministic)
+    return generate_with_prefix_states(ctx, tok, req, use, sink, result, outcome);
 
   const auto t0 = Clock::now();
   CacheKeyFields f;
@@ -110,7 +130,7 @@ Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest
     return Status::Ok();
   }
   outcome->lookup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  LMRT_RETURN_IF_ERROR(generate(ctx, tok, req, sink, result));
+  LMRT_RETURN_IF_ERROR(generate_with_prefix_states(ctx, tok, req, use, sink, result, outcome));
   if (result->finish_reason != FinishReason::cancelled && result->finish_reason != FinishReason::error) {
     if (Status s = use.cache->store(key, to_cached(*result)); !s.ok()) outcome->warning = s.message();
   }

@@ -109,6 +109,11 @@ Status Context::shift(uint32_t n_keep, uint32_t n_discard) {
   return Status::Ok();
 }
 
+void Context::set_restored_tokens(const int32_t* tokens, size_t n) {
+  tokens_.assign(tokens, tokens + std::min<size_t>(n, params_.n_ctx));  // within the reserved n_ctx
+  last_eval_count_ = 0;
+}
+
 void Context::truncate(uint32_t n_keep) {
   if (n_keep < tokens_.size()) tokens_.resize(n_keep);
   last_eval_count_ = 0;

@@ -57,6 +57,11 @@ class Context {
   // LlamaGraph::shift_kv). Errors: invalid_argument when the range is not inside the held tokens.
   Status shift(uint32_t n_keep, uint32_t n_discard);
 
+  // Hooks for restoring a saved state (context_state.cpp): the caller writes the KV rows of
+  // positions [0, n) into restore_kv(), then declares the n tokens they belong to (n <= n_ctx).
+  KvArena& restore_kv() { return *kv_; }
+  void set_restored_tokens(const int32_t* tokens, size_t n);
+
  private:
   Context(const LlamaModel& model) : model_(model) {}
 

@@ -101,23 +101,7 @@ bool file_exists(const std::string& path) {
 
 // Runs SQL on the file through a separate plain SQLite connection; returns the first column of
 // the first row as text ("" when none).
-std::string raw_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::string result;
-  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_exec(
-        db, sql.c_str(),
-        [](void* out, int n, char** values, char**) {
-          auto* s = static_cast<std::string*>(out);
-          if (s->empty() && n > 0 && values[0] != nullptr) *s = values[0];
-          return 0;
-        },
-        &result, nullptr);
-  }
-  sqlite3_close(db);
-  return result;
-}
+std::string raw_sql(const std::string& path, const std::string& sql) { return lmrt::test::sqlite_query(path, sql); }
 
 // Forks; the child runs `body` and exits with its result. Returns the child's exit code, or -1
 // when it died of a signal.
@@ -193,7 +177,7 @@ TEST(CacheStore, EntriesSurviveReopenAndSchemaIsVersioned) {
   TempDir dir;
   const std::string path = dir.file("cache.db");
   fill(path, 5);
-  EXPECT_EQ(raw_sql(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(raw_sql(path, "PRAGMA user_version"), "2");
   EXPECT_EQ(raw_sql(path, "PRAGMA application_id"), std::to_string(0x6C6D7274));
   EXPECT_EQ(raw_sql(path, "PRAGMA journal_mode"), "wal");
   Opened c;
