@@ -439,8 +439,19 @@ struct Shape {
 // rows, the decode path's separate streams.
 std::vector<Shape> shapes(QType t) {
   const size_t e = block_elems(t);
-  return {{9, e, 1, 0, 9},       {37, 3 * e, 1, 3, 37}, {150, 2 * e, 1, 5, 147}, {13, 5 * e, 3, 1, 12},
-          {11, 2 * e, 7, 0, 11}, {6, 4 * e, 13, 2, 6},  {70, e, 17, 0, 70},      {300, 2 * e, 1, 0, 300}};
+  return {{9, e, 1, 0, 9},
+          {37, 3 * e, 1, 3, 37},
+          {150, 2 * e, 1, 5, 147},
+          {13, 5 * e, 3, 1, 12},
+          {11, 2 * e, 7, 0, 11},
+          {6, 4 * e, 13, 2, 6},
+          {70, e, 17, 0, 70},
+          {300, 2 * e, 1, 0, 300},
+          // The x86 super-block GEMMs (16-row groups and 2-block slabs on AVX-512, 8 and 4 on AVX2): a ragged
+          // last group, a partial last slab, the smallest batch, token tiles split evenly (23 = 8 + 8 + 7).
+          {35, 3 * e, 4, 0, 35},
+          {48, 5 * e, 23, 5, 45},
+          {20, e, 9, 1, 19}};
 }
 
 struct Result {
