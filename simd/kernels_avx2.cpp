@@ -12,11 +12,9 @@
 // the linker for another translation unit.
 #include <immintrin.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "formats/k_quants.h"
 #include "formats/q4_0x16.h"
@@ -26,6 +24,7 @@
 #include "simd/matmul_tiling.h"
 #include "simd/q4_0x16_via_q4_0.h"
 #include "simd/quant_kernels.h"
+#include "simd/slab_gemm.h"
 
 namespace lmrt::simd {
 namespace {

@@ -84,60 +84,25 @@ void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool 
   }
 }
 
-using TileFn = void (*)(const Slab&, size_t, const uint8_t*, size_t, bool, float*, size_t, int);
-
-template <size_t... I>
-constexpr auto tiles(std::index_sequence<I...>) {
-  return std::array<TileFn, sizeof...(I)>{tile<static_cast<int>(I + 1)>...};
-}
-
-// Fetches blocks [b0, b0 + nbs) of the rows into L2 while the current slab is computed.
-void prefetch_rows(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs) {
-  for (size_t i = 0; i < kRows; ++i) {
-    const uint8_t* p = rows[i] + b0 * sizeof(BlockQ4_0);
-    for (size_t o = 0; o < nbs * sizeof(BlockQ4_0); o += kLine)
-      _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
-    _mm_prefetch(reinterpret_cast<const char*>(p + nbs * sizeof(BlockQ4_0) - 1), _MM_HINT_T1);
+// slab_gemm.h's kernel.
+struct Kernel {
+  static constexpr size_t kRows = q4_0_gemm::kRows, kSlabBlocks = q4_0_gemm::kSlabBlocks, kToks = q4_0_gemm::kToks;
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0), kActBytes = sizeof(BlockQ8Act);
+  using Slab = q4_0_gemm::Slab;
+  static void repack(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs, Slab& s) {
+    q4_0_gemm::repack(rows, b0, nbs, s);
   }
-}
-
-// Pointers to the 8 rows from r (rows past r1 repeat the last row: read from valid memory, never stored).
-void group_rows(const uint8_t* w, size_t w_row_bytes, size_t r, size_t r1, const uint8_t* (&rows)[kRows]) {
-  const size_t n_rows = r1 - r < kRows ? r1 - r : kRows;
-  for (size_t i = 0; i < kRows; ++i) rows[i] = w + (r + (i < n_rows ? i : n_rows - 1)) * w_row_bytes;
-}
+  template <int T>
+  static void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
+                   int n_rows) {
+    q4_0_gemm::tile<T>(s, nbs, x, x_row_bytes, first, y, ldy, n_rows);
+  }
+};
 
 // The MatmulFn contract (simd/kernels.h) for n_tok >= 2.
-void matmul(const void* wp, size_t w_row_bytes, const void* xp, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
-            size_t r1, float* y, size_t ldy) {
-  static constexpr auto kTiles = tiles(std::make_index_sequence<kToks>());
-  const auto* w = static_cast<const uint8_t*>(wp);
-  const auto* x = static_cast<const uint8_t*>(xp);
-  const size_t nb = n / kBlock;
-  const size_t n_tiles = (n_tok + kToks - 1) / kToks;
-  const size_t tile_toks = (n_tok + n_tiles - 1) / n_tiles;
-  alignas(32) Slab slab;
-  for (size_t r = r0; r < r1; r += kRows) {
-    const int n_rows = static_cast<int>(r1 - r < kRows ? r1 - r : kRows);
-    const uint8_t* rows[kRows];
-    group_rows(w, w_row_bytes, r, r1, rows);
-    for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
-      const size_t nbs = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
-      repack(rows, b0, nbs, slab);
-      if (b0 + nbs < nb) {
-        prefetch_rows(rows, b0 + nbs, nb - b0 - nbs < kSlabBlocks ? nb - b0 - nbs : kSlabBlocks);
-      } else if (r + kRows < r1) {
-        const uint8_t* next[kRows];
-        group_rows(w, w_row_bytes, r + kRows, r1, next);
-        prefetch_rows(next, 0, nb < kSlabBlocks ? nb : kSlabBlocks);
-      }
-      for (size_t t = 0; t < n_tok; t += tile_toks) {
-        const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
-        kTiles[tn - 1](slab, nbs, x + t * x_row_bytes + b0 * sizeof(BlockQ8Act), x_row_bytes, b0 == 0, y + t * ldy + r,
-                       ldy, n_rows);
-      }
-    }
-  }
+inline void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                   size_t r0, size_t r1, float* y, size_t ldy) {
+  slab_gemm::run<Kernel>(w, w_row_bytes, x, x_row_bytes, n / kBlock, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace q4_0_gemm

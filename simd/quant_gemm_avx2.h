@@ -138,63 +138,28 @@ void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool 
   }
 }
 
-using TileFn = void (*)(const Slab&, size_t, const uint8_t*, size_t, bool, float*, size_t, int);
-
-template <class W, size_t... I>
-constexpr auto tiles(std::index_sequence<I...>) {
-  return std::array<TileFn, sizeof...(I)>{tile<W, static_cast<int>(I + 1)>...};
-}
-
-// Fetches super-blocks [b0, b0 + nbs) of the rows into L2 while the current slab is computed.
+// slab_gemm.h's kernel for weight type W.
 template <class W>
-void prefetch_rows(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs) {
-  for (size_t i = 0; i < kRows; ++i) {
-    const uint8_t* p = rows[i] + b0 * W::kBlockBytes;
-    for (size_t o = 0; o < nbs * W::kBlockBytes; o += kLine)
-      _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
-    _mm_prefetch(reinterpret_cast<const char*>(p + nbs * W::kBlockBytes - 1), _MM_HINT_T1);
+struct Kernel {
+  static constexpr size_t kRows = gemm::kRows, kSlabBlocks = kSlabSupers, kToks = gemm::kToks;
+  static constexpr size_t kBlockBytes = W::kBlockBytes, kActBytes = sizeof(BlockQ8_K);
+  using Slab = gemm::Slab;
+  static void repack(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs, Slab& s) {
+    gemm::repack<W>(rows, b0, nbs, s);
   }
-}
-
-// Pointers to the 8 rows from r (rows past r1 repeat the last row: read from valid memory, never stored).
-inline void group_rows(const uint8_t* w, size_t w_row_bytes, size_t r, size_t r1, const uint8_t* (&rows)[kRows]) {
-  const size_t n_rows = r1 - r < kRows ? r1 - r : kRows;
-  for (size_t i = 0; i < kRows; ++i) rows[i] = w + (r + (i < n_rows ? i : n_rows - 1)) * w_row_bytes;
-}
+  template <int T>
+  static void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
+                   int n_rows) {
+    gemm::tile<W, T>(s, nbs, x, x_row_bytes, first, y, ldy, n_rows);
+  }
+};
 
 // The MatmulFn contract (simd/kernels.h) for n_tok >= 2.
 template <class W>
-void matmul(const void* wp, size_t w_row_bytes, const void* xp, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
+void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
             size_t r1, float* y, size_t ldy) {
   static_assert(!W::kSigned, "maddubs multiplies unsigned weight codes");
-  static constexpr auto kTiles = tiles<W>(std::make_index_sequence<kToks>());
-  const auto* w = static_cast<const uint8_t*>(wp);
-  const auto* x = static_cast<const uint8_t*>(xp);
-  const size_t nb = n / kQK;
-  const size_t n_tiles = (n_tok + kToks - 1) / kToks;
-  const size_t tile_toks = (n_tok + n_tiles - 1) / n_tiles;
-  alignas(32) Slab slab;
-  for (size_t r = r0; r < r1; r += kRows) {
-    const int n_rows = static_cast<int>(r1 - r < kRows ? r1 - r : kRows);
-    const uint8_t* rows[kRows];
-    group_rows(w, w_row_bytes, r, r1, rows);
-    for (size_t b0 = 0; b0 < nb; b0 += kSlabSupers) {
-      const size_t nbs = nb - b0 < kSlabSupers ? nb - b0 : kSlabSupers;
-      repack<W>(rows, b0, nbs, slab);
-      if (b0 + nbs < nb) {
-        prefetch_rows<W>(rows, b0 + nbs, nb - b0 - nbs < kSlabSupers ? nb - b0 - nbs : kSlabSupers);
-      } else if (r + kRows < r1) {
-        const uint8_t* next[kRows];
-        group_rows(w, w_row_bytes, r + kRows, r1, next);
-        prefetch_rows<W>(next, 0, nb < kSlabSupers ? nb : kSlabSupers);
-      }
-      for (size_t t = 0; t < n_tok; t += tile_toks) {
-        const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
-        kTiles[tn - 1](slab, nbs, x + t * x_row_bytes + b0 * sizeof(BlockQ8_K), x_row_bytes, b0 == 0, y + t * ldy + r,
-                       ldy, n_rows);
-      }
-    }
-  }
+  slab_gemm::run<Kernel<W>>(w, w_row_bytes, x, x_row_bytes, n / kQK, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace gemm

@@ -5,14 +5,13 @@
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
 #include <immintrin.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "simd/matmul_tiling.h"
 #include "simd/quant_kernels.h"
+#include "simd/slab_gemm.h"
 
 namespace lmrt::simd::avx2 {
 namespace {

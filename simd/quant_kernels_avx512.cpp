@@ -12,14 +12,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "simd/matmul_tiling.h"
 #include "simd/quant_kernels.h"
+#include "simd/slab_gemm.h"
 
 namespace lmrt::simd::avx512 {
 namespace {
