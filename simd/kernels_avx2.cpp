@@ -24,6 +24,7 @@
 #include "simd/matmul_tiling.h"
 #include "simd/q4_0x16_via_q4_0.h"
 #include "simd/quant_kernels.h"
+#include "simd/slab_gemm.h"
 
 namespace lmrt::simd {
 namespace {
@@ -278,6 +279,19 @@ template <class K>
   tiling::run_tiled<K>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
+// The GEMM needs the transposition.
+// clang-format off
+#include "simd/transpose_avx2.h"
+#include "simd/q4_0_gemm_avx2.h"
+// clang-format on
+
+// Q4_0: batches of q4_0_gemm::kMinToks tokens or more through the slab GEMM, fewer through the tiles.
+[[gnu::noinline]] void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
+                                   size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
+  if (n_tok >= q4_0_gemm::kMinToks) return q4_0_gemm::matmul(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  matmul<QuantTiles<Q4_0Weights>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+
 // ---- Q4_0x16 decode (formats/q4_0x16.h) ----
 //
 // Each 64-byte line of a unit holds 4 nibble bytes of each of 16 rows: two registers of 8 rows, one row
@@ -341,7 +355,7 @@ struct Q4_0x16Decode {
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
   if (n_tok != 1) {  // a batch: the Q4_0 tiles on groups turned back into rows
-    matmul_q4_0x16_via_q4_0<matmul<QuantTiles<Q4_0Weights>>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    matmul_q4_0x16_via_q4_0<matmul_q4_0>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
     return;
   }
   tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
@@ -502,7 +516,7 @@ const Kernels kAvx2 = {
         {
             .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
             .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
-            .q4_0 = {matmul<QuantTiles<Q4_0Weights>>, ActivationFormat::q8_32},
+            .q4_0 = {matmul_q4_0, ActivationFormat::q8_32},
             .q4_1 = {avx2::matmul_q4_1, ActivationFormat::q8_32},
             .q5_0 = {avx2::matmul_q5_0, ActivationFormat::q8_32},
             .q5_1 = {avx2::matmul_q5_1, ActivationFormat::q8_32},

@@ -11,15 +11,24 @@
 
 #include "simd/matmul_tiling.h"
 #include "simd/quant_kernels.h"
+#include "simd/slab_gemm.h"
 
 namespace lmrt::simd::avx2 {
 namespace {
 
+// Each header needs the one before it.
+// clang-format off
 #include "simd/quant_kernels_x86.h"
+#include "simd/transpose_avx2.h"
+#include "simd/quant_gemm_avx2.h"
+// clang-format on
 
 template <class W>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
+  if constexpr (!W::kSigned) {
+    if (n_tok >= gemm::kMinToks) return gemm::matmul<W>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  }
   matmul_super<W, 4, 2, 4>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
@@ -35,6 +44,7 @@ void matmul_q3_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n,
                  float* y, size_t ldy) {
   // Q3_K's unpack needs more registers than the others: with 4 decode rows (or 2 prefill rows) AVX2's 16
   // spill (decode 6.5 GB/s against 10.9 with 2 rows, measured with quant_matmul_bench).
+  if (nt >= gemm::kMinToks) return gemm::matmul<Q3K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
   matmul_super<Q3K, 2, 1, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q4_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,

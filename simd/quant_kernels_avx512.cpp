@@ -6,6 +6,10 @@
 // throughput.
 //
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
+// GCC 12 warns about the deliberately undefined registers inside its own AVX-512 intrinsics (GCC bug
+// 105593); the pragmas must precede the header to cover it.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstddef>
@@ -14,15 +18,23 @@
 
 #include "simd/matmul_tiling.h"
 #include "simd/quant_kernels.h"
+#include "simd/slab_gemm.h"
 
 namespace lmrt::simd::avx512 {
 namespace {
 
+// The GEMM needs the unpacking of quant_kernels_x86.h.
+// clang-format off
 #include "simd/quant_kernels_x86.h"
+#include "simd/quant_gemm_avx512.h"
+// clang-format on
 
 template <class W>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
+  if constexpr (!W::kSigned) {
+    if (n_tok >= gemm::kMinToks) return gemm::matmul<W>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  }
   matmul_super<W, 4, 2, 6>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 

@@ -76,6 +76,8 @@ struct Unpacked {
 }
 
 struct Q4K {
+  static constexpr int kMaxCode = 15;     // largest |code|
+  static constexpr int kScaleGroups = 8;  // distinct scales per super-block
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
   static constexpr bool kSigned = false, kBiasOwnScale = true;
   [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
@@ -96,6 +98,8 @@ struct Q4K {
 };
 
 struct Q5K {
+  static constexpr int kMaxCode = 31;     // largest |code|
+  static constexpr int kScaleGroups = 8;  // distinct scales per super-block
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
   static constexpr bool kSigned = false, kBiasOwnScale = true;
   [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
@@ -120,6 +124,8 @@ struct Q5K {
 };
 
 struct Q6K {
+  static constexpr int kMaxCode = 63;      // largest |code|
+  static constexpr int kScaleGroups = 16;  // distinct scales per super-block
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
   static constexpr bool kSigned = false, kBiasOwnScale = false;
   [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
@@ -152,6 +158,8 @@ struct Q6K {
 };
 
 struct Q3K {
+  static constexpr int kMaxCode = 7;       // largest |code|
+  static constexpr int kScaleGroups = 16;  // distinct scales per super-block
   static constexpr size_t kBlockBytes = sizeof(BlockQ3_K);
   static constexpr bool kSigned = false, kBiasOwnScale = false;
   [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
@@ -189,6 +197,8 @@ struct Q3K {
 };
 
 struct Q2K {
+  static constexpr int kMaxCode = 3;       // largest |code|
+  static constexpr int kScaleGroups = 16;  // distinct scales per super-block
   static constexpr size_t kBlockBytes = sizeof(BlockQ2_K);
   static constexpr bool kSigned = false, kBiasOwnScale = true;
   [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {
@@ -211,6 +221,8 @@ struct Q2K {
 };
 
 struct IQ4XS {
+  static constexpr int kMaxCode = 127;    // largest |code|
+  static constexpr int kScaleGroups = 8;  // distinct scales per super-block
   static constexpr size_t kBlockBytes = sizeof(BlockIQ4_XS);
   static constexpr bool kSigned = true, kBiasOwnScale = false;
   [[gnu::always_inline]] static Unpacked load(const uint8_t* p) {

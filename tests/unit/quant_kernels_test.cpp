@@ -377,15 +377,16 @@ std::vector<float> random_floats(size_t n, std::mt19937& rng) {
 }
 
 // Activations for `t`, quantized by the scalar reference, rows `row_bytes` apart (padded by 8 bytes).
-Acts make_acts(QType t, size_t n_tok, size_t n, uint32_t seed) {
+// With `ones`, every value is 1 (every activation byte -127, the largest magnitude, all of one sign).
+Acts make_acts(QType t, size_t n_tok, size_t n, uint32_t seed, bool ones = false) {
   std::mt19937 rng(seed);
   Acts a;
   const size_t nb = n / block_elems(t);
   a.row_bytes = nb * (is_super(t) ? sizeof(BlockQ8_K) : sizeof(BlockQ8Act)) + 8;
   a.words.assign(n_tok * a.row_bytes / 4, 0xA5A5A5A5);
   for (size_t tok = 0; tok < n_tok; ++tok) {
-    std::vector<float> x = random_floats(n, rng);
-    if (tok == 1)
+    std::vector<float> x = ones ? std::vector<float>(n, 1.0f) : random_floats(n, rng);
+    if (tok == 1 && !ones)
       for (size_t i = 0; i < std::min<size_t>(n, 256); ++i) x[i] = 0.0f;  // an all-zero block
     auto* row = reinterpret_cast<uint8_t*>(a.words.data()) + tok * a.row_bytes;
     if (is_super(t)) {
@@ -439,8 +440,19 @@ struct Shape {
 // rows, the decode path's separate streams.
 std::vector<Shape> shapes(QType t) {
   const size_t e = block_elems(t);
-  return {{9, e, 1, 0, 9},       {37, 3 * e, 1, 3, 37}, {150, 2 * e, 1, 5, 147}, {13, 5 * e, 3, 1, 12},
-          {11, 2 * e, 7, 0, 11}, {6, 4 * e, 13, 2, 6},  {70, e, 17, 0, 70},      {300, 2 * e, 1, 0, 300}};
+  return {{9, e, 1, 0, 9},
+          {37, 3 * e, 1, 3, 37},
+          {150, 2 * e, 1, 5, 147},
+          {13, 5 * e, 3, 1, 12},
+          {11, 2 * e, 7, 0, 11},
+          {6, 4 * e, 13, 2, 6},
+          {70, e, 17, 0, 70},
+          {300, 2 * e, 1, 0, 300},
+          // The x86 super-block GEMMs (16-row groups and 2-block slabs on AVX-512, 8 and 4 on AVX2): a ragged
+          // last group, a partial last slab, the smallest batch, token tiles split evenly (23 = 8 + 8 + 7).
+          {35, 3 * e, 4, 0, 35},
+          {48, 5 * e, 23, 5, 45},
+          {20, e, 9, 1, 19}};
 }
 
 struct Result {
@@ -519,6 +531,66 @@ TEST_P(QuantKernels, EveryIsaMatchesScalar) {
           ASSERT_NEAR(got.y[tok * got.ldy + r], want.y[tok * want.ldy + r], kTol * mag + 1e-30)
               << what << " row " << r << " token " << tok;
         }
+      }
+    }
+  }
+}
+
+// Every weight code bit set, the block's scales left as drawn.
+void set_code_bits(QType t, uint8_t* p) {
+  auto fill = [](auto& field) { std::memset(field, 0xFF, sizeof field); };
+  switch (t) {
+    case QType::q2_k:
+      return fill(reinterpret_cast<BlockQ2_K*>(p)->qs);
+    case QType::q3_k:
+      fill(reinterpret_cast<BlockQ3_K*>(p)->hmask);
+      return fill(reinterpret_cast<BlockQ3_K*>(p)->qs);
+    case QType::q4_k:
+      return fill(reinterpret_cast<BlockQ4_K*>(p)->qs);
+    case QType::q5_k:
+      fill(reinterpret_cast<BlockQ5_K*>(p)->qh);
+      return fill(reinterpret_cast<BlockQ5_K*>(p)->qs);
+    case QType::q6_k:
+      fill(reinterpret_cast<BlockQ6_K*>(p)->qh);
+      return fill(reinterpret_cast<BlockQ6_K*>(p)->ql);
+    case QType::iq4_xs:
+      return fill(reinterpret_cast<BlockIQ4_XS*>(p)->qs);
+    case QType::q4_1:
+      return fill(reinterpret_cast<BlockQ4_1*>(p)->qs);
+    case QType::q5_0:
+      fill(reinterpret_cast<BlockQ5_0*>(p)->qh);
+      return fill(reinterpret_cast<BlockQ5_0*>(p)->qs);
+    case QType::q5_1:
+      fill(reinterpret_cast<BlockQ5_1*>(p)->qh);
+      return fill(reinterpret_cast<BlockQ5_1*>(p)->qs);
+    case QType::iq4_nl:
+      return fill(reinterpret_cast<BlockIQ4_NL*>(p)->qs);
+  }
+}
+
+// The largest codes against the largest activations of one sign: integer sums at their bounds (the x86 batch
+// GEMMs add products in 16 bits only as far as the largest code allows).
+TEST_P(QuantKernels, LargestCodesEveryIsaMatchesScalar) {
+  const QType t = GetParam();
+  const Shape s{24, 2 * block_elems(t), 5, 0, 24};
+  Weights w = random_weights(t, s.rows, s.n, 4, 4242);
+  for (size_t r = 0; r < s.rows; ++r)
+    for (size_t b = 0; b < s.n / block_elems(t); ++b)
+      set_code_bits(t, w.bytes.data() + r * w.row_bytes + b * block_bytes(t));
+  const Acts a = make_acts(t, s.n_tok, s.n, 1, true);
+  const Result want = run(scalar_fn(t), w, a, s);
+  for (const IsaKernels& k : all_isa_kernels()) {
+    if (k.isa == Isa::scalar || !isa_available(k.isa)) continue;
+    const Result got = run(k.fn[static_cast<int>(t)], w, a, s);
+    for (size_t r = s.r0; r < s.r1; ++r) {
+      Deq deq;
+      for (size_t b = 0; b < s.n / block_elems(t); ++b)
+        deq_block(t, w.bytes.data() + r * w.row_bytes + b * block_bytes(t), deq);
+      for (size_t tok = 0; tok < s.n_tok; ++tok) {
+        double mag = 0.0;
+        for (size_t i = 0; i < s.n; ++i) mag += deq.mag[i] * std::fabs(a.values[tok * s.n + i]);
+        ASSERT_NEAR(got.y[tok * got.ldy + r], want.y[tok * want.ldy + r], kTol * mag + 1e-30)
+            << isa_name(k.isa) << " " << type_name(t) << " row " << r << " token " << tok;
       }
     }
   }

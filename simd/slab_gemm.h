@@ -1,0 +1,79 @@
+// The loop nest of the prefill GEMMs over transposed weight slabs (quant_gemm_avx512.h, quant_gemm_avx2.h,
+// q4_0_gemm_avx2.h): for each group of K::kRows rows, each slab of K::kSlabBlocks blocks is repacked once
+// (K::repack) and then every token tile runs over it (K::tile); later slabs add to Y. While a slab is computed
+// the next one is fetched into L2 (a group's rows are more streams than the hardware prefetcher follows).
+//
+// Templates over the ISA file's K (internal linkage), as matmul_tiling.h.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace lmrt::simd::slab_gemm {
+
+// Pointers to the kRows rows from r (rows past r1 repeat the last row: read from valid memory, never stored).
+template <size_t kRows>
+void group_rows(const uint8_t* w, size_t w_row_bytes, size_t r, size_t r1, const uint8_t* (&rows)[kRows]) {
+  const size_t n_rows = r1 - r < kRows ? r1 - r : kRows;
+  for (size_t i = 0; i < kRows; ++i) rows[i] = w + (r + (i < n_rows ? i : n_rows - 1)) * w_row_bytes;
+}
+
+// Fetches blocks [b0, b0 + nbs) of the rows into L2.
+template <size_t kRows, size_t kBlockBytes>
+void prefetch_rows(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs) {
+  constexpr size_t kLineBytes = 64;
+  for (size_t i = 0; i < kRows; ++i) {
+    const uint8_t* p = rows[i] + b0 * kBlockBytes;
+    for (size_t o = 0; o < nbs * kBlockBytes; o += kLineBytes) __builtin_prefetch(p + o, 0, 2);
+    __builtin_prefetch(p + nbs * kBlockBytes - 1, 0, 2);
+  }
+}
+
+// The MatmulFn contract (simd/kernels.h) for a batch. K provides kRows, kSlabBlocks, kToks, kBlockBytes (weight
+// block), kActBytes (activation block), Slab, static void repack(const uint8_t* const (&rows)[kRows], size_t b0,
+// size_t nbs, Slab&), and template <int T> static void tile(const Slab&, size_t nbs, const uint8_t* x,
+// size_t x_row_bytes, bool first, float* y, size_t ldy, int n_rows), which writes (first) or adds to Y for the
+// group's first n_rows rows and T tokens whose activation rows start at x (advanced to the slab's first block).
+template <class K>
+void run(const void* wp, size_t w_row_bytes, const void* xp, size_t x_row_bytes, size_t n_blocks, size_t n_tok,
+         size_t r0, size_t r1, float* y, size_t ldy) {
+  using Slab = typename K::Slab;
+  using TileFn = void (*)(const Slab&, size_t, const uint8_t*, size_t, bool, float*, size_t, int);
+  static constexpr auto kTiles = []<size_t... I>(std::index_sequence<I...>) {
+    return std::array<TileFn, sizeof...(I)>{&K::template tile<static_cast<int>(I + 1)>...};
+  }
+  (std::make_index_sequence<K::kToks>());
+  constexpr size_t R = K::kRows, S = K::kSlabBlocks;
+  const auto* w = static_cast<const uint8_t*>(wp);
+  const auto* x = static_cast<const uint8_t*>(xp);
+  const size_t nb = n_blocks;
+  // Equal token tiles of at most kToks (9 tokens in tiles of 8 run as 5 + 4, not 8 + 1).
+  const size_t n_tiles = (n_tok + K::kToks - 1) / K::kToks;
+  const size_t tile_toks = (n_tok + n_tiles - 1) / n_tiles;
+  alignas(64) Slab slab;
+  for (size_t r = r0; r < r1; r += R) {
+    const int n_rows = static_cast<int>(r1 - r < R ? r1 - r : R);
+    const uint8_t* rows[R];
+    group_rows<R>(w, w_row_bytes, r, r1, rows);
+    for (size_t b0 = 0; b0 < nb; b0 += S) {
+      const size_t nbs = nb - b0 < S ? nb - b0 : S;
+      K::repack(rows, b0, nbs, slab);
+      if (b0 + nbs < nb) {
+        prefetch_rows<R, K::kBlockBytes>(rows, b0 + nbs, nb - b0 - nbs < S ? nb - b0 - nbs : S);
+      } else if (r + R < r1) {
+        const uint8_t* next[R];
+        group_rows<R>(w, w_row_bytes, r + R, r1, next);
+        prefetch_rows<R, K::kBlockBytes>(next, 0, nb < S ? nb : S);
+      }
+      for (size_t t = 0; t < n_tok; t += tile_toks) {
+        const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
+        kTiles[tn - 1](slab, nbs, x + t * x_row_bytes + b0 * K::kActBytes, x_row_bytes, b0 == 0, y + t * ldy + r, ldy,
+                       n_rows);
+      }
+    }
+  }
+}
+
+}  // namespace lmrt::simd::slab_gemm
