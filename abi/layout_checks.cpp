@@ -35,8 +35,8 @@ static_assert(sizeof(lmrt_token_event) == 48 && offsetof(lmrt_token_event, text)
               offsetof(lmrt_token_event, index) == 24 && offsetof(lmrt_token_event, logprobs) == 40);
 static_assert(sizeof(lmrt_token_logprobs) == 172 && offsetof(lmrt_token_logprobs, top) == 12);
 static_assert(sizeof(lmrt_generate_request) == 208 && offsetof(lmrt_generate_request, prompt_tokens) == 176 &&
-              offsetof(lmrt_generate_request, n_prompt_tokens) == 184 && offsetof(lmrt_generate_request, grammar) == 192 &&
-              offsetof(lmrt_generate_request, json_schema) == 200 &&
+              offsetof(lmrt_generate_request, n_prompt_tokens) == 184 &&
+              offsetof(lmrt_generate_request, grammar) == 192 && offsetof(lmrt_generate_request, json_schema) == 200 &&
               offsetof(lmrt_generate_request, cache) == 144 && offsetof(lmrt_generate_request, plugins) == 152 &&
               offsetof(lmrt_generate_request, n_stop_criteria) == 168 && offsetof(lmrt_generate_request, prompt) == 8 &&
               offsetof(lmrt_generate_request, parse_special) == 28 && offsetof(lmrt_generate_request, seed) == 48 &&
@@ -48,3 +48,4 @@ static_assert(sizeof(lmrt_generate_result) == 136 && offsetof(lmrt_generate_resu
               offsetof(lmrt_generate_result, logprobs) == 96 && offsetof(lmrt_generate_result, beams) == 112);
 static_assert(sizeof(lmrt_cache_params) == 56 && offsetof(lmrt_cache_params, on_warning) == 40);
 static_assert(sizeof(lmrt_cache_stats) == 64 && offsetof(lmrt_cache_stats, bytes) == 56);
+static_assert(sizeof(lmrt_engine_params) == 12 && offsetof(lmrt_engine_params, prefill_chunk) == 8);

@@ -1,0 +1,271 @@
+// Many sequences in one KV arena (KvSequences) and the batch engine over them: every request of a
+// batch gets exactly the tokens it gets alone through generate() (greedy and seeded sampling, 1 to 5
+// requests of different prompts and lengths, requests submitted while others run, one cancelled), at
+// 1, 2 and 3 threads and on the scalar and AVX2 kernels; a full arena ends one request cleanly.
+#include "runtime/engine/batch_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/generate/generator.h"
+#include "runtime/kv/kv_sequences.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/sampling/chain_from_params.h"
+#include "runtime/tokenizer/tokenizer.h"
+#include "test_support.h"
+
+namespace lmrt {
+namespace {
+
+// ---- KvSequences ----------------------------------------------------------------------------
+
+TEST(KvSequences, GrowsContiguousRunsAndFreesCells) {
+  KvSequences kv(64, 3);
+  uint32_t a = 0, b = 0;
+  ASSERT_TRUE(kv.create(&a).ok());
+  ASSERT_TRUE(kv.grow(a, 10).ok());
+  ASSERT_TRUE(kv.create(&b).ok());
+  ASSERT_TRUE(kv.grow(b, 5).ok());
+  EXPECT_EQ(kv.n_free_cells(), 49u);
+  EXPECT_TRUE(kv.contiguous(a));
+  EXPECT_TRUE(kv.contiguous(b));
+  // b starts in the middle of the free run after a, so a can still grow in place.
+  EXPECT_EQ(kv.cells(a)[0], 0u);
+  EXPECT_EQ(kv.cells(b)[0], 10u + 54u / 2);
+  ASSERT_TRUE(kv.grow(a, 3).ok());
+  EXPECT_EQ(kv.cells(a)[12], 12u);
+  EXPECT_TRUE(kv.contiguous(a));
+  for (uint32_t i = 0; i < kv.length(b); ++i) EXPECT_EQ(kv.refs(kv.cells(b)[i]), 1u);
+  kv.truncate(a, 4);
+  EXPECT_EQ(kv.length(a), 4u);
+  EXPECT_EQ(kv.refs(5), 0u);
+  kv.free(b);
+  EXPECT_FALSE(kv.live(b));
+  EXPECT_EQ(kv.n_free_cells(), 60u);
+}
+
+TEST(KvSequences, ForkSharesThePrefixCells) {
+  KvSequences kv(32, 3);
+  uint32_t parent = 0, child = 0;
+  ASSERT_TRUE(kv.create(&parent).ok());
+  ASSERT_TRUE(kv.grow(parent, 8).ok());
+  ASSERT_TRUE(kv.fork(parent, 6, &child).ok());
+  ASSERT_EQ(kv.length(child), 6u);
+  for (uint32_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(kv.cells(child)[i], kv.cells(parent)[i]);
+    EXPECT_EQ(kv.refs(kv.cells(parent)[i]), 2u);
+  }
+  EXPECT_EQ(kv.n_free_cells(), 24u);  // nothing copied
+  ASSERT_TRUE(kv.grow(child, 2).ok());
+  EXPECT_NE(kv.cells(child)[6], kv.cells(parent)[6]);  // the child's own cells
+  // Freeing the parent keeps the shared cells for the child.
+  kv.free(parent);
+  for (uint32_t i = 0; i < 6; ++i) EXPECT_EQ(kv.refs(kv.cells(child)[i]), 1u);
+  EXPECT_EQ(kv.n_free_cells(), 24u);
+  kv.free(child);
+  EXPECT_EQ(kv.n_free_cells(), 32u);
+  EXPECT_FALSE(kv.fork(parent, 1, &child).ok());  // no such parent any more
+}
+
+TEST(KvSequences, AFullArenaRefusesWithoutChange) {
+  KvSequences kv(16, 2);
+  uint32_t a = 0, b = 0, c = 0;
+  ASSERT_TRUE(kv.create(&a).ok());
+  ASSERT_TRUE(kv.grow(a, 12).ok());
+  ASSERT_TRUE(kv.create(&b).ok());
+  const Status s = kv.grow(b, 5);
+  EXPECT_EQ(s.code(), Code::context_full);
+  EXPECT_EQ(kv.length(b), 0u);
+  EXPECT_EQ(kv.n_free_cells(), 4u);
+  EXPECT_EQ(kv.create(&c).code(), Code::context_full);  // both sequences in use
+  ASSERT_TRUE(kv.grow(b, 4).ok());
+  EXPECT_EQ(kv.n_free_cells(), 0u);
+}
+
+// ---- the engine against generate() ---------------------------------------------------------
+
+struct Loaded {
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<Tokenizer> tok;
+};
+
+Loaded load(const std::string& name) {
+  Loaded l;
+  std::unique_ptr<GgufFile> g;
+  EXPECT_TRUE(GgufFile::open(test::model_path(name), true, &g).ok());
+  EXPECT_TRUE(LlamaModel::load(std::move(g), &l.model).ok());
+  EXPECT_TRUE(Tokenizer::from_gguf(l.model->gguf(), &l.tok).ok());
+  return l;
+}
+
+struct Ask {
+  std::string prompt;
+  int32_t max_tokens;
+  uint64_t seed = 0;  // 0: greedy; else temperature 0.9, top_k 40 with this seed
+};
+
+std::unique_ptr<SamplerChain> chain_for(const Ask& a) {
+  if (a.seed == 0) return nullptr;
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_k = 40;
+  std::unique_ptr<SamplerChain> c;
+  EXPECT_TRUE(make_chain_from_params(p, a.seed, &c).ok());
+  return c;
+}
+
+ContextParams context_params(uint32_t n_ctx, uint32_t threads, simd::Isa isa) {
+  ContextParams cp;
+  cp.n_ctx = n_ctx;
+  cp.n_threads = threads;
+  cp.isa = isa;
+  return cp;
+}
+
+// The tokens a request gets alone, in a fresh context.
+GenerateResult alone(const Loaded& l, const Ask& a, const ContextParams& cp) {
+  std::unique_ptr<Context> ctx;
+  EXPECT_TRUE(Context::create(*l.model, cp, &ctx).ok());
+  auto chain = chain_for(a);
+  GenerateRequest r;
+  r.prompt = a.prompt;
+  r.max_tokens = a.max_tokens;
+  r.sampler = chain.get();
+  GenerateResult out;
+  const Status s = generate(*ctx, *l.tok, r, {}, &out);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return out;
+}
+
+EngineRequest engine_request(const Ask& a) {
+  EngineRequest e;
+  e.req.prompt = a.prompt;
+  e.req.max_tokens = a.max_tokens;
+  e.chain = chain_for(a);
+  return e;
+}
+
+const std::vector<Ask> kAsks = {
+    {"Once upon a time", 40},    {"Lily", 25, 7}, {"The little dog ran to the park and saw a big red ball. He", 33},
+    {"Tom and his mom", 48, 11}, {"One day", 17},
+};
+
+struct EngineCase {
+  uint32_t threads;
+  simd::Isa isa;
+};
+
+class BatchEngineMatchesAlone : public testing::TestWithParam<EngineCase> {};
+
+TEST_P(BatchEngineMatchesAlone, OneToFiveRequests) {
+  const EngineCase c = GetParam();
+  if (!simd::isa_available(c.isa)) GTEST_SKIP() << simd::isa_name(c.isa) << " is not available here";
+  Loaded l = load("stories260K.gguf");
+  const ContextParams cp = context_params(256, c.threads, c.isa);
+  std::vector<GenerateResult> expected;
+  for (const Ask& a : kAsks) expected.push_back(alone(l, a, cp));
+  for (size_t n = 1; n <= kAsks.size(); ++n) {
+    SCOPED_TRACE("requests=" + std::to_string(n));
+    std::unique_ptr<Context> ctx;
+    ASSERT_TRUE(Context::create(*l.model, cp, &ctx).ok());
+    EngineParams ep;
+    ep.max_sequences = 4;  // the fifth request waits for a free sequence
+    ep.prefill_chunk = 5;  // prompts take several steps, interleaved with the others' decoding
+    std::unique_ptr<BatchEngine> engine;
+    ASSERT_TRUE(BatchEngine::create(*ctx, *l.tok, ep, &engine).ok());
+    std::vector<uint64_t> ids;
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t id = 0;
+      ASSERT_TRUE(engine->submit(engine_request(kAsks[i]), &id).ok());
+      ids.push_back(id);
+    }
+    const Status s = engine->run();
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (size_t i = 0; i < n; ++i) {
+      const GenerateResult* r = engine->result(ids[i]);
+      ASSERT_NE(r, nullptr);
+      EXPECT_EQ(r->tokens, expected[i].tokens) << "request " << i;
+      EXPECT_EQ(r->text, expected[i].text) << "request " << i;
+      EXPECT_EQ(r->finish_reason, expected[i].finish_reason) << "request " << i;
+      EXPECT_EQ(r->prompt_tokens, expected[i].prompt_tokens);
+    }
+    EXPECT_EQ(engine->sequences().n_free_cells(), cp.n_ctx);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreadsAndIsas, BatchEngineMatchesAlone,
+                         testing::Values(EngineCase{1, simd::Isa::scalar}, EngineCase{2, simd::Isa::scalar},
+                                         EngineCase{1, simd::Isa::avx2}, EngineCase{2, simd::Isa::avx2},
+                                         EngineCase{3, simd::Isa::avx2}),
+                         [](const testing::TestParamInfo<EngineCase>& i) {
+                           return std::string(simd::isa_name(i.param.isa)) + "_" + std::to_string(i.param.threads) +
+                                  "threads";
+                         });
+
+TEST(BatchEngine, RequestsSubmittedWhileOthersRunAndACancel) {
+  Loaded l = load("TinyStories-656K-Q8_0.gguf");
+  const ContextParams cp = context_params(256, 2, simd::best_isa());
+  std::vector<GenerateResult> expected;
+  for (const Ask& a : kAsks) expected.push_back(alone(l, a, cp));
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*l.model, cp, &ctx).ok());
+  std::unique_ptr<BatchEngine> engine;
+  ASSERT_TRUE(BatchEngine::create(*ctx, *l.tok, EngineParams{}, &engine).ok());
+  std::vector<uint64_t> ids(kAsks.size());
+  ASSERT_TRUE(engine->submit(engine_request(kAsks[0]), &ids[0]).ok());
+  ASSERT_TRUE(engine->submit(engine_request(kAsks[1]), &ids[1]).ok());
+  bool busy = true;
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(engine->step(&busy).ok());
+  ASSERT_TRUE(engine->submit(engine_request(kAsks[2]), &ids[2]).ok());
+  ASSERT_TRUE(engine->submit(engine_request(kAsks[3]), &ids[3]).ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(engine->step(&busy).ok());
+  ASSERT_TRUE(engine->cancel(ids[1]).ok());
+  ASSERT_TRUE(engine->submit(engine_request(kAsks[4]), &ids[4]).ok());
+  ASSERT_TRUE(engine->run().ok());
+  for (size_t i = 0; i < kAsks.size(); ++i) {
+    const GenerateResult* r = engine->result(ids[i]);
+    ASSERT_NE(r, nullptr);
+    if (i == 1) {
+      EXPECT_EQ(r->finish_reason, FinishReason::cancelled);
+      ASSERT_LT(r->tokens.size(), expected[1].tokens.size());
+      EXPECT_TRUE(std::equal(r->tokens.begin(), r->tokens.end(), expected[1].tokens.begin()));
+      continue;
+    }
+    EXPECT_EQ(r->tokens, expected[i].tokens) << "request " << i;
+    EXPECT_EQ(r->finish_reason, expected[i].finish_reason) << "request " << i;
+  }
+  EXPECT_TRUE(engine->release(ids[0]).ok());
+  EXPECT_EQ(engine->result(ids[0]), nullptr);
+}
+
+TEST(BatchEngine, AFullArenaEndsOneRequestCleanly) {
+  Loaded l = load("stories260K.gguf");
+  const ContextParams cp = context_params(48, 1, simd::best_isa());
+  const Ask a{"Once upon a time", 40}, b{"One day", 40};
+  const GenerateResult b_alone = alone(l, b, cp);
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*l.model, cp, &ctx).ok());
+  std::unique_ptr<BatchEngine> engine;
+  ASSERT_TRUE(BatchEngine::create(*ctx, *l.tok, EngineParams{}, &engine).ok());
+  uint64_t ia = 0, ib = 0;
+  ASSERT_TRUE(engine->submit(engine_request(a), &ia).ok());
+  ASSERT_TRUE(engine->submit(engine_request(b), &ib).ok());
+  ASSERT_TRUE(engine->run().ok());
+  // Both grow one cell per step; when the 48 cells are gone the first to need one more ends with
+  // context_full, its cells go back, and the other finishes exactly as it does alone.
+  EXPECT_EQ(engine->result(ia)->finish_reason, FinishReason::context_full);
+  EXPECT_TRUE(engine->request_status(ia).ok());
+  EXPECT_EQ(engine->result(ib)->tokens, b_alone.tokens);
+  EXPECT_EQ(engine->result(ib)->finish_reason, b_alone.finish_reason);
+  // A prompt larger than the arena is refused at once.
+  EngineRequest big;
+  big.req.prompt_tokens.assign(49, 1);
+  uint64_t ic = 0;
+  EXPECT_EQ(engine->submit(std::move(big), &ic).code(), Code::context_full);
+}
+
+}  // namespace
+}  // namespace lmrt
