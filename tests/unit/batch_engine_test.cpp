@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "runtime/generate/generator.h"
 #include "runtime/kv/kv_sequences.h"
 #include "runtime/model/llama_model.h"
@@ -207,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(ThreadsAndIsas, BatchEngineMatchesAlone,
 
 TEST(BatchEngine, RequestsSubmittedWhileOthersRunAndACancel) {
   Loaded l = load("TinyStories-656K-Q8_0.gguf");
-  const ContextParams cp = context_params(256, 2, simd::best_isa());
+  const ContextParams cp = context_params(256, 1, simd::best_isa());
   std::vector<GenerateResult> expected;
   for (const Ask& a : kAsks) expected.push_back(alone(l, a, cp));
   std::unique_ptr<Context> ctx;
@@ -265,6 +266,24 @@ TEST(BatchEngine, AFullArenaEndsOneRequestCleanly) {
   big.req.prompt_tokens.assign(49, 1);
   uint64_t ic = 0;
   EXPECT_EQ(engine->submit(std::move(big), &ic).code(), Code::context_full);
+}
+
+TEST(BatchEngine, StepsAllocateNothingOnceRunning) {
+  Loaded l = load("stories260K.gguf");
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(Context::create(*l.model, context_params(256, 2, simd::best_isa()), &ctx).ok());
+  std::unique_ptr<BatchEngine> engine;
+  ASSERT_TRUE(BatchEngine::create(*ctx, *l.tok, EngineParams{}, &engine).ok());
+  for (const Ask& a : {Ask{"Once upon a time", 60}, Ask{"Lily", 60, 7}, Ask{"One day", 60}}) {
+    uint64_t id = 0;
+    ASSERT_TRUE(engine->submit(engine_request(a), &id).ok());
+  }
+  bool busy = true;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(engine->step(&busy).ok());  // every prompt is in
+  test::AllocationCounter counter;
+  for (int i = 0; i < 10 && busy; ++i) ASSERT_TRUE(engine->step(&busy).ok());
+  EXPECT_EQ(counter.count(), 0);
+  EXPECT_EQ(engine->n_running(), 3u);
 }
 
 }  // namespace
