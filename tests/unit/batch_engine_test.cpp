@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -244,28 +245,76 @@ TEST(BatchEngine, RequestsSubmittedWhileOthersRunAndACancel) {
 
 TEST(BatchEngine, AFullArenaEndsOneRequestCleanly) {
   Loaded l = load("stories260K.gguf");
-  const ContextParams cp = context_params(48, 1, simd::best_isa());
+  const uint32_t n_cells = 64;
   const Ask a{"Once upon a time", 40}, b{"One day", 40};
-  const GenerateResult b_alone = alone(l, b, cp);
+  const ContextParams big = context_params(256, 1, simd::best_isa());
+  const GenerateResult a_alone = alone(l, a, big), b_alone = alone(l, b, big);
+  ASSERT_EQ(a_alone.tokens.size(), 40u);
+  ASSERT_EQ(b_alone.tokens.size(), 40u);
   std::unique_ptr<Context> ctx;
-  ASSERT_TRUE(Context::create(*l.model, cp, &ctx).ok());
+  ASSERT_TRUE(Context::create(*l.model, context_params(n_cells, 1, simd::best_isa()), &ctx).ok());
   std::unique_ptr<BatchEngine> engine;
   ASSERT_TRUE(BatchEngine::create(*ctx, *l.tok, EngineParams{}, &engine).ok());
   uint64_t ia = 0, ib = 0;
   ASSERT_TRUE(engine->submit(engine_request(a), &ia).ok());
   ASSERT_TRUE(engine->submit(engine_request(b), &ib).ok());
   ASSERT_TRUE(engine->run().ok());
-  // Both grow one cell per step; when the 48 cells are gone the first to need one more ends with
-  // context_full, its cells go back, and the other finishes exactly as it does alone.
-  EXPECT_EQ(engine->result(ia)->finish_reason, FinishReason::context_full);
-  EXPECT_TRUE(engine->request_status(ia).ok());
-  EXPECT_EQ(engine->result(ib)->tokens, b_alone.tokens);
-  EXPECT_EQ(engine->result(ib)->finish_reason, b_alone.finish_reason);
+  // Both need about 45 of the 64 cells: the first that needs a cell when none is left ends with
+  // context_full, its cells go back, and the other finishes as it does alone.
+  const GenerateResult& ra = *engine->result(ia);
+  const GenerateResult& rb = *engine->result(ib);
+  const bool a_full = ra.finish_reason == FinishReason::context_full;
+  const GenerateResult& full = a_full ? ra : rb;
+  const GenerateResult& rest = a_full ? rb : ra;
+  EXPECT_EQ(full.finish_reason, FinishReason::context_full);
+  EXPECT_TRUE(engine->request_status(a_full ? ia : ib).ok());
+  EXPECT_EQ(rest.tokens, (a_full ? b_alone : a_alone).tokens);
+  EXPECT_EQ(rest.finish_reason, FinishReason::length);
+  const std::vector<int32_t>& prefix = (a_full ? a_alone : b_alone).tokens;
+  ASSERT_LT(full.tokens.size(), prefix.size());
+  EXPECT_TRUE(std::equal(full.tokens.begin(), full.tokens.end(), prefix.begin()));
+  EXPECT_EQ(engine->sequences().n_free_cells(), n_cells);
   // A prompt larger than the arena is refused at once.
-  EngineRequest big;
-  big.req.prompt_tokens.assign(49, 1);
+  EngineRequest huge;
+  huge.req.prompt_tokens.assign(n_cells + 1, 1);
   uint64_t ic = 0;
-  EXPECT_EQ(engine->submit(std::move(big), &ic).code(), Code::context_full);
+  EXPECT_EQ(engine->submit(std::move(huge), &ic).code(), Code::context_full);
+}
+
+// A sequence whose cells are scattered (a view that is not one run) attends through the gather path:
+// the prompt stored in reversed cells gives the logits of the same prompt stored in order.
+TEST(BatchEngine, ScatteredCellsGiveTheLogitsOfARun) {
+  Loaded l = load("stories260K.gguf");
+  const ContextParams cp = context_params(64, 1, simd::best_isa());
+  std::vector<int32_t> prompt;
+  ASSERT_TRUE(l.tok->encode("Once upon a time there was a little girl", true, false, &prompt).ok());
+  const uint32_t n = static_cast<uint32_t>(prompt.size());
+  std::unique_ptr<Context> in_order, scattered;
+  ASSERT_TRUE(Context::create(*l.model, cp, &in_order).ok());
+  ASSERT_TRUE(Context::create(*l.model, cp, &scattered).ok());
+  ASSERT_TRUE(in_order->eval(prompt.data(), n).ok());
+  std::vector<uint32_t> pos(n), cells(n);
+  std::vector<AttentionView> views(n);
+  for (uint32_t p = 0; p < n; ++p) {
+    pos[p] = p;
+    cells[p] = 63 - 2 * p;  // descending and with gaps
+  }
+  for (uint32_t p = 0; p < n; ++p) views[p] = AttentionView{cells.data(), p + 1, false};
+  const uint32_t last = n - 1;
+  GraphBatch b;
+  b.tokens = prompt.data();
+  b.n = n;
+  b.pos = pos.data();
+  b.slot = cells.data();
+  b.views = views.data();
+  b.logit_rows = &last;
+  b.n_logit_rows = 1;
+  ASSERT_TRUE(scattered->eval_sequences(b).ok());
+  const float* want = in_order->logits(n - 1);
+  const float* got = scattered->batch_logits(0);
+  const uint32_t n_vocab = l.model->hparams().n_vocab;
+  for (uint32_t i = 0; i < n_vocab; ++i) ASSERT_NEAR(got[i], want[i], 1e-3f) << "logit " << i;
+  EXPECT_EQ(std::max_element(got, got + n_vocab) - got, std::max_element(want, want + n_vocab) - want);
 }
 
 TEST(BatchEngine, StepsAllocateNothingOnceRunning) {
