@@ -129,17 +129,7 @@ func (e *Engine) Result(id uint64) (*Completion, error) {
 	if s := C.lmrt_engine_result(e.raw, C.uint64_t(id), &res); s != C.LMRT_OK {
 		return nil, e.lastError(s)
 	}
-	done := &Completion{
-		Text:             C.GoStringN(res.text, C.int(res.text_len)),
-		FinishReason:     FinishReason(res.finish_reason),
-		PromptTokens:     int(res.prompt_tokens),
-		CompletionTokens: int(res.completion_tokens),
-	}
-	if res.completion_tokens > 0 && res.tokens != nil {
-		ids := unsafe.Slice((*int32)(unsafe.Pointer(res.tokens)), int(res.completion_tokens))
-		done.Tokens = append([]int32(nil), ids...)
-	}
-	return done, nil
+	return completionFrom(&res), nil
 }
 
 // Release forgets a finished request.
