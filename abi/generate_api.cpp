@@ -1,5 +1,6 @@
 // lmrt_generate: the request struct translated into a runtime request, results back.
 #include "abi/api_support.h"
+#include "abi/generate_request.h"
 #include "abi/handles.h"
 #include "lmrt/lmrt.h"
 #include "runtime/generate/beam_search.h"
@@ -80,20 +81,6 @@ Status request_chain(const lmrt_generate_request& req, lmrt_model& model, std::u
   return Status::Ok();
 }
 
-// The event for `text` and the tokens [first, first + count) of the result so far.
-lmrt_token_event make_event(std::string_view text, const lmrt::GenerateResult& so_far, size_t first, size_t count) {
-  lmrt_token_event ev{};
-  ev.struct_size = sizeof ev;
-  ev.token = so_far.tokens.empty() ? -1 : so_far.tokens.back();
-  ev.text = text.data();
-  ev.text_len = text.size();
-  ev.index = static_cast<uint32_t>(so_far.tokens.size());
-  ev.n_tokens = static_cast<uint32_t>(count);
-  ev.tokens = so_far.tokens.data() + first;
-  ev.logprobs = so_far.logprobs.empty() ? nullptr : as_c(so_far.logprobs.data() + first);
-  return ev;
-}
-
 void fill_result(lmrt_context* ctx, lmrt_generate_result* result, const lmrt::CacheOutcome& cache = {}) {
   const lmrt::GenerateResult& g = ctx->last_result;
   lmrt_generate_result full{};
@@ -150,6 +137,83 @@ Status run_beam_search(lmrt_context* ctx, const lmrt_generate_request& req, cons
 
 }  // namespace
 
+namespace lmrt::abi {
+
+Status translate_request(const lmrt_generate_request* request, lmrt_generate_request* out, lmrt::GenerateRequest* r) {
+  lmrt_generate_request& req = *out;
+  lmrt_generate_request_init(&req);
+  LMRT_RETURN_IF_ERROR(read_params(request, &req));
+  if (req.prompt != nullptr)
+    r->prompt = req.prompt_len == static_cast<size_t>(-1) ? std::string_view(req.prompt)
+                                                          : std::string_view(req.prompt, req.prompt_len);
+  if (req.n_prompt_tokens > 0) {
+    if (req.prompt_tokens == nullptr)
+      return lmrt::Error(Code::invalid_argument, "n_prompt_tokens is set but prompt_tokens is NULL");
+    r->prompt_tokens.assign(req.prompt_tokens, req.prompt_tokens + req.n_prompt_tokens);
+  }
+  r->max_tokens = req.max_tokens;
+  r->add_bos = req.add_bos != 0;
+  r->parse_special = req.parse_special != 0;
+  if (req.n_stop > 0 && req.stop == nullptr)
+    return lmrt::Error(Code::invalid_argument, "n_stop is set but stop is NULL");
+  for (size_t i = 0; i < req.n_stop; ++i) {
+    if (req.stop[i] == nullptr) return lmrt::Error(Code::invalid_argument, "stop[" + std::to_string(i) + "] is NULL");
+    // A stop string is matched against valid UTF-8 output, so an invalid one could never match.
+    const Status valid = lmrt::validate_utf8(req.stop[i]);
+    if (!valid.ok()) return lmrt::Error(valid.code(), "stop[" + std::to_string(i) + "]: " + valid.message());
+    r->stop.emplace_back(req.stop[i]);
+  }
+  if (req.logprobs < -1 || req.logprobs > LMRT_MAX_TOP_LOGPROBS)
+    return lmrt::Error(Code::invalid_argument,
+                       "logprobs must be -1 (off) or 0.." + std::to_string(LMRT_MAX_TOP_LOGPROBS));
+  r->top_logprobs = req.logprobs;
+  r->context_shift = req.context_shift != 0;
+  r->n_keep = req.n_keep;
+  return Status::Ok();
+}
+
+Status request_samplers(const lmrt_generate_request& req, lmrt_model& model, lmrt::GenerateRequest* r,
+                        std::unique_ptr<lmrt::SamplerChain>* chain,
+                        std::vector<std::unique_ptr<lmrt::StopCriterion>>* criteria, std::string* criteria_key) {
+  LMRT_RETURN_IF_ERROR(request_chain(req, model, chain));
+  r->sampler = chain->get();
+  if (req.n_stop_criteria > 0) {
+    if (req.stop_criteria == nullptr)
+      return lmrt::Error(Code::invalid_argument, "n_stop_criteria is set but stop_criteria is NULL");
+    lmrt::StopCriterionRegistry registry;
+    if (req.plugins != nullptr)
+      LMRT_RETURN_IF_ERROR(req.plugins->host->add_stop_criteria_to(registry, model.text_source.get()));
+    for (size_t i = 0; i < req.n_stop_criteria; ++i) {
+      if (req.stop_criteria[i] == nullptr)
+        return lmrt::Error(Code::invalid_argument, "stop_criteria[" + std::to_string(i) + "] is NULL");
+      std::unique_ptr<lmrt::StopCriterion> c;
+      LMRT_RETURN_IF_ERROR(registry.create_from_spec(req.stop_criteria[i], &c));
+      *criteria_key += ";stop_criterion=" + c->canonical_text();
+      r->stop_criteria.push_back(c.get());
+      criteria->push_back(std::move(c));
+    }
+  }
+  if (req.plugins != nullptr)
+    for (const auto& lib : req.plugins->host->plugins())
+      *criteria_key += ";plugin=" + lib->name() + "@" + lib->version();
+  return Status::Ok();
+}
+
+lmrt_token_event make_event(std::string_view text, const lmrt::GenerateResult& so_far, size_t first, size_t count) {
+  lmrt_token_event ev{};
+  ev.struct_size = sizeof ev;
+  ev.token = so_far.tokens.empty() ? -1 : so_far.tokens.back();
+  ev.text = text.data();
+  ev.text_len = text.size();
+  ev.index = static_cast<uint32_t>(so_far.tokens.size());
+  ev.n_tokens = static_cast<uint32_t>(count);
+  ev.tokens = so_far.tokens.data() + first;
+  ev.logprobs = so_far.logprobs.empty() ? nullptr : as_c(so_far.logprobs.data() + first);
+  return ev;
+}
+
+}  // namespace lmrt::abi
+
 extern "C" {
 
 lmrt_status lmrt_generate_request_init_sized(lmrt_generate_request* request, size_t struct_size) {
@@ -180,65 +244,17 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
         if (result != nullptr && result->struct_size < sizeof(uint32_t))
           return lmrt::Error(Code::invalid_argument, "result->struct_size is not set");
         lmrt_generate_request req;
-        lmrt_generate_request_init(&req);
-        LMRT_RETURN_IF_ERROR(read_params(request, &req));
         lmrt::GenerateRequest r;
-        if (req.prompt != nullptr)
-          r.prompt = req.prompt_len == static_cast<size_t>(-1) ? std::string_view(req.prompt)
-                                                               : std::string_view(req.prompt, req.prompt_len);
-        if (req.n_prompt_tokens > 0) {
-          if (req.prompt_tokens == nullptr)
-            return lmrt::Error(Code::invalid_argument, "n_prompt_tokens is set but prompt_tokens is NULL");
-          r.prompt_tokens.assign(req.prompt_tokens, req.prompt_tokens + req.n_prompt_tokens);
-        }
-        r.max_tokens = req.max_tokens;
-        r.add_bos = req.add_bos != 0;
-        r.parse_special = req.parse_special != 0;
-        if (req.n_stop > 0 && req.stop == nullptr)
-          return lmrt::Error(Code::invalid_argument, "n_stop is set but stop is NULL");
-        for (size_t i = 0; i < req.n_stop; ++i) {
-          if (req.stop[i] == nullptr)
-            return lmrt::Error(Code::invalid_argument, "stop[" + std::to_string(i) + "] is NULL");
-          // A stop string is matched against valid UTF-8 output, so an invalid one could never match.
-          const Status valid = lmrt::validate_utf8(req.stop[i]);
-          if (!valid.ok()) return lmrt::Error(valid.code(), "stop[" + std::to_string(i) + "]: " + valid.message());
-          r.stop.emplace_back(req.stop[i]);
-        }
-        if (req.logprobs < -1 || req.logprobs > LMRT_MAX_TOP_LOGPROBS)
-          return lmrt::Error(Code::invalid_argument,
-                             "logprobs must be -1 (off) or 0.." + std::to_string(LMRT_MAX_TOP_LOGPROBS));
-        r.top_logprobs = req.logprobs;
-        r.context_shift = req.context_shift != 0;
-        r.n_keep = req.n_keep;
+        LMRT_RETURN_IF_ERROR(translate_request(request, &req, &r));
         if (req.n_beams >= 1) {
           if (req.grammar != nullptr || req.json_schema != nullptr)
             return lmrt::Error(Code::invalid_argument, "a grammar or json_schema does not combine with beam search");
           return run_beam_search(ctx, req, r, on_token, user_data, result);
         }
         std::unique_ptr<lmrt::SamplerChain> chain;
-        LMRT_RETURN_IF_ERROR(request_chain(req, *ctx->model, &chain));
-        r.sampler = chain.get();
         std::vector<std::unique_ptr<lmrt::StopCriterion>> criteria;
         std::string criteria_key;  // for the cache key: the criteria and the plugins behind them
-        if (req.n_stop_criteria > 0) {
-          if (req.stop_criteria == nullptr)
-            return lmrt::Error(Code::invalid_argument, "n_stop_criteria is set but stop_criteria is NULL");
-          lmrt::StopCriterionRegistry registry;
-          if (req.plugins != nullptr)
-            LMRT_RETURN_IF_ERROR(req.plugins->host->add_stop_criteria_to(registry, ctx->model->text_source.get()));
-          for (size_t i = 0; i < req.n_stop_criteria; ++i) {
-            if (req.stop_criteria[i] == nullptr)
-              return lmrt::Error(Code::invalid_argument, "stop_criteria[" + std::to_string(i) + "] is NULL");
-            std::unique_ptr<lmrt::StopCriterion> c;
-            LMRT_RETURN_IF_ERROR(registry.create_from_spec(req.stop_criteria[i], &c));
-            criteria_key += ";stop_criterion=" + c->canonical_text();
-            r.stop_criteria.push_back(c.get());
-            criteria.push_back(std::move(c));
-          }
-        }
-        if (req.plugins != nullptr)
-          for (const auto& lib : req.plugins->host->plugins())
-            criteria_key += ";plugin=" + lib->name() + "@" + lib->version();
+        LMRT_RETURN_IF_ERROR(request_samplers(req, *ctx->model, &r, &chain, &criteria, &criteria_key));
 
         struct Bridge {
           lmrt_token_callback fn;

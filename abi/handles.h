@@ -11,6 +11,7 @@
 #include "lmrt/lmrt.h"
 #include "lmrt/lmrt_plugin.h"
 #include "runtime/cache/response_cache.h"
+#include "runtime/engine/batch_engine.h"
 #include "runtime/generate/beam_search.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
@@ -110,4 +111,11 @@ struct lmrt_context {
   lmrt::GenerateResult last_result;
   std::vector<lmrt::Beam> beams;      // the last beam search's beams
   std::vector<lmrt_beam> last_beams;  // C views of them
+};
+
+// A batch engine on a context.
+struct lmrt_engine {
+  lmrt_context* ctx = nullptr;
+  std::unique_ptr<lmrt::BatchEngine> engine;
+  std::string last_error;
 };

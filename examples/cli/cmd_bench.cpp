@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_prompt.h"
+#include "bench_sequences.h"
 #include "cli_common.h"
 #include "tools/synthetic_model.h"
 
@@ -25,17 +27,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// tok[0] = BOS; tok[i] = 259 + uint32((i + seed) * 2654435761) % (n_vocab - 259).
-std::vector<int32_t> prompt_tokens(uint32_t p, uint32_t n_vocab, int32_t bos) {
-  std::vector<int32_t> t(p);
-  t[0] = bos;
-  for (uint32_t i = 1; i < p; ++i) {
-    const uint32_t h = i * 2654435761u;
-    t[i] = static_cast<int32_t>(259 + h % (n_vocab - 259));
-  }
-  return t;
 }
 
 int32_t argmax(const float* x, size_t n) { return static_cast<int32_t>(std::max_element(x, x + n) - x); }
@@ -162,7 +153,8 @@ int cmd_bench(int argc, char** argv) {
                         {"kv-heads", "", true},
                         {"ffn", "", true},
                         {"vocab", "", true},
-                        {"ctx", "", true}},
+                        {"ctx", "", true},
+                        {"sequences", "", true}},
                        &args, &error)) {
     cli::print_error("bench", error);
     return 2;
@@ -177,11 +169,31 @@ int cmd_bench(int argc, char** argv) {
     cli::print_error("bench", "-t must be in 1..512, -p and -n positive, --reps in 1..1000");
     return 2;
   }
+  std::vector<uint32_t> counts;  // --sequences 1,2,4: the batch engine's aggregate decode instead
+  if (args.has("sequences")) {
+    const std::string list = args.get("sequences");
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      long long n = 0;
+      if (!cli::parse_int(list.substr(at, comma - at), 1, 16, &n)) {
+        cli::print_error("bench", "--sequences takes counts in 1..16 separated by commas, e.g. 1,2,4,8,16");
+        return 2;
+      }
+      counts.push_back(static_cast<uint32_t>(n));
+      at = comma + 1;
+    }
+  }
   const std::string path = cli::model_path(args);
   const auto t_load = Clock::now();
   lmrt_model* model = cli::open_model(path);
   if (model == nullptr) return 1;
   const double load_ms = ms_since(t_load);
+  if (!counts.empty()) {
+    const int rc = bench_sequences(model, counts, static_cast<uint32_t>(threads), static_cast<uint32_t>(p),
+                                   static_cast<uint32_t>(g), static_cast<uint32_t>(reps), args.has("json"));
+    lmrt_model_close(model);
+    return rc;
+  }
   lmrt_model_info info;
   info.struct_size = sizeof info;
   lmrt_model_get_info(model, &info);
@@ -207,9 +219,8 @@ int cmd_bench(int argc, char** argv) {
   const int32_t bos = info.bos_token >= 0 ? info.bos_token : 1;
   Rep warm;
   // Warm-up like the peer's: faults the weights in and wakes the threads.
-  bool ok =
-      run_once(ctx, prompt_tokens(static_cast<uint32_t>(std::min<long long>(p, 32)), info.n_vocab, bos), 2, &warm);
-  const std::vector<int32_t> prompt = prompt_tokens(static_cast<uint32_t>(p), info.n_vocab, bos);
+  bool ok = run_once(ctx, bench_prompt(static_cast<uint32_t>(std::min<long long>(p, 32)), info.n_vocab, bos), 2, &warm);
+  const std::vector<int32_t> prompt = bench_prompt(static_cast<uint32_t>(p), info.n_vocab, bos);
   std::vector<Rep> runs(static_cast<size_t>(reps));
   for (Rep& r : runs) ok = ok && run_once(ctx, prompt, static_cast<uint32_t>(g), &r);
   if (!ok) {

@@ -92,6 +92,21 @@ Status Context::eval_batch(const GraphBatch& b) {
   return Status::Ok();
 }
 
+Status Context::eval_sequences(const GraphBatch& b) {
+  if (b.n == 0 || b.n > params_.n_batch)
+    return Error(Code::invalid_argument, "a batch holds 1 to " + std::to_string(params_.n_batch) + " tokens");
+  if (b.n_logit_rows > LlamaGraph::kMaxLogitRows || (b.n_logit_rows > 0 && b.logit_rows == nullptr))
+    return Error(Code::invalid_argument,
+                 "a batch keeps the logits of at most " + std::to_string(LlamaGraph::kMaxLogitRows) + " tokens");
+  const uint32_t n_vocab = model_.hparams().n_vocab;
+  for (uint32_t t = 0; t < b.n; ++t)
+    if (b.tokens[t] < 0 || static_cast<uint32_t>(b.tokens[t]) >= n_vocab)
+      return Error(Code::invalid_argument, "token " + std::to_string(b.tokens[t]) + " is outside the vocabulary");
+  graph_->forward(b, *kv_, *pool_);
+  last_eval_count_ = 0;
+  return Status::Ok();
+}
+
 const float* Context::logits(size_t i) const {
   if (last_eval_count_ == 0 || i >= last_eval_count_) return nullptr;
   if (!params_.logits_all) return i == last_eval_count_ - 1 ? graph_->logits(0) : nullptr;

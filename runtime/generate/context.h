@@ -50,6 +50,12 @@ class Context {
   Status eval_batch(const GraphBatch& batch);
   // Logits of token i of the last eval_batch.
   const float* batch_logits(uint32_t i) const { return graph_->logits(i); }
+  // Runs a batch of many sequences' tokens (the batch engine: per-token positions, slots and views
+  // that it built from its KvSequences, which keep them inside the arena) with logits for the tokens
+  // batch.logit_rows names, read back through batch_logits(i). The held tokens are not changed.
+  // Errors: invalid_argument (empty, larger than n_batch, more than kMaxLogitRows logit rows, a token
+  // outside the vocabulary).
+  Status eval_sequences(const GraphBatch& batch);
 
   // Forgets tokens from position n_keep on (their KV entries are simply overwritten later).
   void truncate(uint32_t n_keep);

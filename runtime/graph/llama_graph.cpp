@@ -210,18 +210,18 @@ void LlamaGraph::plan_reads(const NextDispatch& next, size_t thread, size_t n_th
   const uint32_t group = hp.n_head / hp.n_head_kv;
   for (size_t task = thread; task < n_tasks; task += n_threads) {
     const uint32_t kvh = by_kv_head ? static_cast<uint32_t>(task) : static_cast<uint32_t>(task) / group;
-    out.add(kv.key(next.layer, kvh, 0), next.n_visible * row);
-    out.add(kv.value(next.layer, kvh, 0), next.n_visible * row);
+    out.add(kv.key(next.layer, kvh, next.run_start), next.n_visible * row);
+    out.add(kv.value(next.layer, kvh, next.run_start), next.n_visible * row);
   }
 }
 
 void LlamaGraph::attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t start,
-                                uint32_t n_visible, float* scratch) {
+                                uint32_t n_visible, float* scratch, uint32_t run_start) {
   const ModelConfig& hp = model_.hparams();
   const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
   const size_t q0 = static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(kvh) * group * hd;
-  const auto* keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, start));
-  const auto* values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, start));
+  const auto* keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, run_start + start));
+  const auto* values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, run_start + start));
   const uint32_t n = n_visible - start;
   if (!grouped_attention(kv)) {
     // No grouped kernel: each query head as attention() runs it, so both decode paths give the same bits.
@@ -276,7 +276,7 @@ bool LlamaGraph::heads_per_thread(const GraphBatch& batch, const KvArena& kv, si
   // F16 keys and values (attend_kv_head, with or without the grouped kernel), heads in whole 16-row groups
   // shared evenly by the threads, and no soft-capping (the general scores path applies it).
   const ModelConfig& hp = model_.hparams();
-  return batch.n == 1 && batch.views == nullptr && kv.type() == KvType::f16 && hp.head_dim % 16 == 0 &&
+  return batch.n == 1 && batch.runs_only() && kv.type() == KvType::f16 && hp.head_dim % 16 == 0 &&
          hp.attn_softcap == 0.0f && hp.n_head_kv % n_threads == 0;
 }
 
@@ -303,7 +303,7 @@ void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batc
         kv.store_heads(layer, slot, h0, h1, k_cur_.data(), v_cur_.data(), k_->to_f16);
         float* scratch = scores_.data() + thread * per_thread;
         for (uint32_t kvh = h0; kvh < h1; ++kvh)
-          attend_kv_head(layer, kv, 0, kvh, window_start(layer, n_vis), n_vis, scratch);
+          attend_kv_head(layer, kv, 0, kvh, window_start(layer, n_vis), n_vis, scratch, batch.run_start(0));
       },
       reads_of(next));
 }
@@ -342,7 +342,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
     });
     return;
   }
-  if (batch.views == nullptr && grouped_attention(kv) && softcap == 0.0f) {
+  if (grouped_attention(kv) && softcap == 0.0f && batch.runs_only()) {
     // Each task is one token and one KV head with all the query heads that read it, so every key and
     // value row is widened once per group rather than once per query head. Also without grouping (one
     // query head per KV head): this one pass per head beat scores + softmax + weighted sum by 14 % with
@@ -355,15 +355,15 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
             const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
             const uint32_t n_vis = batch.n_visible(t);
             attend_kv_head(layer, kv, t, static_cast<uint32_t>(task % hp.n_head_kv), window_start(layer, n_vis), n_vis,
-                           scratch);
+                           scratch, batch.run_start(t));
           }
         },
         plan);
     return;
   }
   const size_t n_tasks = static_cast<size_t>(n) * hp.n_head;
-  // Without views the visible slots are 0..n_pos-1: one head's consecutive entries, one kernel call.
-  const bool consecutive = f16 && batch.views == nullptr;
+  // Without views the visible slots are 0..n_pos-1 (with a contiguous view, one run from its first
+  // slot): one head's consecutive entries, one kernel call.
   // scores_ holds one slice per thread of the pool the graph was created for.
   // Each (token, head) pair is independent: split them across threads, each with its own scores.
   pool.run(
@@ -377,9 +377,11 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           const uint32_t n_visible = batch.n_visible(t);
           const uint32_t start = window_start(layer, n_visible), n_pos = n_visible - start;
           auto slot = [&](uint32_t p) { return batch.visible_slot(t, start + p); };
+          const bool consecutive = f16 && (batch.views == nullptr || batch.views[t].contiguous);
+          const uint32_t first = batch.run_start(t) + start;
           const float* q = q_.data() + static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(h) * hd;
           if (consecutive) {
-            k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, start)), hd, n_pos, hd, scale,
+            k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, first)), hd, n_pos, hd, scale,
                            scores);
           } else if (f16) {
             for (uint32_t p = 0; p < n_pos; ++p)
@@ -392,7 +394,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           k_->softmax(scores, n_pos);
           float* out = att_out_.data() + static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(h) * hd;
           if (consecutive) {
-            k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, start)), hd, n_pos,
+            k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, first)), hd, n_pos,
                                  hd);
             continue;
           }
@@ -445,7 +447,7 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
 
   // In a decode step every dispatch names the one after it (NextDispatch); the last names the first, for
   // the next token.
-  const bool decode = n == 1 && batch.views == nullptr;
+  const bool decode = n == 1 && batch.runs_only();
   const bool by_heads = heads_per_thread(batch, kv, pool.size());
   auto next_matmul = [&](const WeightView* a, const WeightView* b = nullptr, const WeightView* c = nullptr) {
     NextDispatch r;
@@ -476,7 +478,9 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
       const MatmulTarget qkv[] = {
           {&L.wq, q_.data(), q_dim_}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
       NextDispatch next_attention;
-      if (decode) next_attention.kv = &kv, next_attention.layer = l, next_attention.n_visible = batch.n_visible(0);
+      if (decode)
+        next_attention.kv = &kv, next_attention.layer = l, next_attention.n_visible = batch.n_visible(0),
+        next_attention.run_start = batch.run_start(0);
       matmul(qkv, 3, n, xn, dim, pool, next_attention);
       for (uint32_t t = 0; t < n; ++t) {
         finish_qkv(l, q_.data() + static_cast<size_t>(t) * q_dim_, k_cur_.data() + static_cast<size_t>(t) * kv_dim,
@@ -514,11 +518,16 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
     }
   }
 
-  // Output: final norm and classifier, for the last token only unless every logit is wanted.
+  // Output: final norm and classifier, for the last token only unless every logit (or a chosen
+  // token's) is wanted.
   const uint32_t first = logits_all_ || batch.all_logits ? 0 : n - 1;
-  const uint32_t count = n - first;
-  for (uint32_t t = first; t < n; ++t)
-    k_->rmsnorm(xn + (t - first) * dim, x + t * dim, model_.output_norm(), dim, hp.rms_eps);
+  const bool chosen = batch.logit_rows != nullptr && !logits_all_ && !batch.all_logits;
+  const uint32_t count = chosen ? batch.n_logit_rows : n - first;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t t = chosen ? batch.logit_rows[i] : first + i;
+    k_->rmsnorm(xn + static_cast<size_t>(i) * dim, x + static_cast<size_t>(t) * dim, model_.output_norm(), dim,
+                hp.rms_eps);
+  }
   const MatmulTarget output[] = {{&model_.output(), logits_.data(), n_vocab_}};
   matmul(output, 1, count, xn, dim, pool, next_qkv(0));
   if (hp.final_softcap != 0.0f)

@@ -28,6 +28,9 @@ struct GraphParams {
 struct AttentionView {
   const uint32_t* slots = nullptr;
   uint32_t n = 0;
+  // The slots are slots[0], slots[0] + 1, ...: attention then reads them in place as one run, with
+  // the same kernels (and bits) as a batch without views.
+  bool contiguous = false;
 };
 
 // A batch of tokens for forward(). By default token t sits at position pos0 + t, is stored in arena
@@ -41,11 +44,24 @@ struct GraphBatch {
   const uint32_t* slot = nullptr;        // per-token arena slots, or nullptr (= position)
   const AttentionView* views = nullptr;  // per-token views, or nullptr (causal over [0, position])
   bool all_logits = false;               // logits for every token (at most kMaxLogitRows), not just the last
+  // Or logits for these tokens only (n_logit_rows <= kMaxLogitRows, ascending): logits(i) is token
+  // logit_rows[i]'s. Many sequences in one batch each want the row of their last token.
+  const uint32_t* logit_rows = nullptr;
+  uint32_t n_logit_rows = 0;
 
   uint32_t pos_of(uint32_t t) const { return pos != nullptr ? pos[t] : pos0 + t; }
   uint32_t slot_of(uint32_t t) const { return slot != nullptr ? slot[t] : pos_of(t); }
   uint32_t n_visible(uint32_t t) const { return views != nullptr ? views[t].n : pos_of(t) + 1; }
   uint32_t visible_slot(uint32_t t, uint32_t i) const { return views != nullptr ? views[t].slots[i] : i; }
+  // Whether every token's visible slots are one run (no views, or contiguous ones), and where token
+  // t's run starts.
+  bool runs_only() const {
+    if (views == nullptr) return true;
+    for (uint32_t t = 0; t < n; ++t)
+      if (!views[t].contiguous) return false;
+    return true;
+  }
+  uint32_t run_start(uint32_t t) const { return views != nullptr && views[t].n > 0 ? views[t].slots[0] : 0; }
 };
 
 class LlamaGraph {
@@ -103,7 +119,7 @@ class LlamaGraph {
   struct NextDispatch {
     const WeightView* w[3] = {};
     const KvArena* kv = nullptr;
-    uint32_t layer = 0, n_visible = 0;
+    uint32_t layer = 0, n_visible = 0, run_start = 0;
   };
   // What every row of a matmul reads: the n_tok input rows x (n floats each, ldx apart) and, for kernels
   // that take 8-bit activations (simd::Matmul::input), their quantization: 32-element blocks in xq_,
@@ -151,10 +167,11 @@ class LlamaGraph {
                                 const NextDispatch& next);
   void attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
                  const NextDispatch& next);
-  // Attention of token t's query heads that read KV head kvh, over its positions [start, n_visible), into
-  // att_out_ (attend_heads_f16; `scratch` is the calling thread's slice of scores_).
+  // Attention of token t's query heads that read KV head kvh, over its positions [start, n_visible) (in
+  // slots run_start + [start, n_visible)), into att_out_ (attend_heads_f16; `scratch` is the calling
+  // thread's slice of scores_).
   void attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t start, uint32_t n_visible,
-                      float* scratch);
+                      float* scratch, uint32_t run_start = 0);
   // Whether attention() runs a batch without views as one task per token and KV head (attend_heads_f16,
   // with or without grouped queries) rather than per token and query head.
   bool grouped_attention(const KvArena& kv) const;
@@ -185,10 +202,10 @@ class LlamaGraph {
   AlignedBuffer<float> scores_;   // per thread: attention scratch (attention_scratch_floats)
   AlignedBuffer<simd::BlockQ8Act>
       xq_;  // quantized matmul input: the larger of [n_batch][n_embd / 32], [min(n_batch, kFfnTokens)][n_ff / 32]
-  AlignedBuffer<BlockQ8_K> xqk_;  // the same as Q8_K blocks of 256, when the model has a kernel that takes them
+  AlignedBuffer<BlockQ8_K> xqk_;        // the same as Q8_K blocks of 256, when the model has a kernel that takes them
   AlignedBuffer<float> rope_cs_;        // [n_ctx][rope_dim]: see rope_table()
   AlignedBuffer<float> rope_cs_local_;  // the same for windowed layers with their own base (gemma3), else empty
-  AlignedBuffer<float> logits_;   // [n_batch or 1][n_vocab]
+  AlignedBuffer<float> logits_;         // [n_batch or 1][n_vocab]
 };
 
 }  // namespace lmrt

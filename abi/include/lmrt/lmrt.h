@@ -829,6 +829,73 @@ LMRT_API lmrt_status lmrt_chat_tokenize(const lmrt_model* model, const char* mes
 LMRT_API lmrt_status lmrt_json_schema_to_grammar(const char* schema_json, char* buf, size_t capacity, size_t* len,
                                                  char* err, size_t err_size);
 
+/* ---- many requests at once: the batch engine ---------------------------------------------------
+ * An engine runs many generation requests on one context: each request is a sequence of the
+ * context's KV arena, and every step is one forward pass over the next tokens of all of them, so
+ * the weights are read once per step however many requests decode (a CPU's decode speed is bound by
+ * reading the weights). Prompts are evaluated in chunks (prefill_chunk tokens of each per step)
+ * between the running requests' decode steps, so a long prompt does not stall the streams. Each
+ * request keeps its own sampler chain, stop strings, logprobs and callback, and gets exactly the
+ * tokens lmrt_generate gives it alone on a fresh context. A request that needs a KV cell when the
+ * arena has none left finishes with LMRT_FINISH_CONTEXT_FULL; the others go on.
+ *
+ * Threads: one thread at a time uses an engine (its context is the engine's while the engine lives:
+ * do not use it otherwise). Callbacks run on the thread that calls lmrt_engine_step/_run and may call
+ * lmrt_engine_cancel, nothing else of the engine. */
+typedef struct lmrt_engine lmrt_engine;
+
+typedef struct lmrt_engine_params {
+  uint32_t struct_size;
+  uint32_t max_sequences; /* requests decoding at once, 1..16 (default 4); more wait in a queue */
+  uint32_t prefill_chunk; /* prompt tokens of one request per step (default 64) */
+} lmrt_engine_params;
+
+/* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
+LMRT_API lmrt_status lmrt_engine_params_init_sized(lmrt_engine_params* params, size_t struct_size);
+static inline lmrt_status lmrt_engine_params_init(lmrt_engine_params* params) { return lmrt_engine_params_init_sized(params, sizeof *params); }
+
+/* Creates an engine on ctx, whose KV arena (n_ctx cells shared by all requests), batch size
+ * (n_batch: tokens per step), threads and KV type it uses. The context forgets the tokens it held;
+ * it must outlive the engine and must not be used while the engine lives. params: NULL for defaults.
+ * err/err_size: optional message buffer. Errors: INVALID_ARGUMENT (max_sequences outside 1..16,
+ * prefill_chunk 0), OUT_OF_MEMORY. */
+LMRT_API lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* params, lmrt_engine** out_engine,
+                                        char* err, size_t err_size);
+/* Frees an engine and every request it holds (finished or not; their callbacks are not called).
+ * NULL is a no-op. Always returns LMRT_OK. */
+LMRT_API lmrt_status lmrt_engine_free(lmrt_engine* engine);
+/* The message of the last failed call on engine ("" if none or engine is NULL). */
+LMRT_API const char* lmrt_engine_last_error(const lmrt_engine* engine);
+
+/* Queues a request (the fields of lmrt_generate_request as for lmrt_generate, except n_beams,
+ * context_shift and cache, which must be left at their defaults). Everything the request points to
+ * is read or copied before this returns. on_token (may be NULL) receives the request's pieces of text
+ * during lmrt_engine_step/_run, with user_data. *request_id names the request (never 0).
+ * Errors: INVALID_ARGUMENT, BAD_UTF8 (prompt or stop), CONTEXT_FULL (the prompt alone is larger than
+ * the arena), PLUGIN. */
+LMRT_API lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request,
+                                        lmrt_token_callback on_token, void* user_data, uint64_t* request_id);
+/* Cancels a request: it finishes with LMRT_FINISH_CANCELLED at the next step (a queued one without
+ * running). A finished request is left as it is. Errors: INVALID_ARGUMENT (unknown id). */
+LMRT_API lmrt_status lmrt_engine_cancel(lmrt_engine* engine, uint64_t request_id);
+/* Runs one step: admits queued requests while sequences and cells are free, then one forward pass
+ * over a token of every decoding request and a chunk of prompts; calls back with the text it
+ * completes. *n_unfinished (may be NULL) receives the requests still queued or running afterwards.
+ * A request's own failure (a plugin sampler's) finishes it with LMRT_FINISH_ERROR and does not fail
+ * the step. Errors: INVALID_ARGUMENT, INTERNAL. */
+LMRT_API lmrt_status lmrt_engine_step(lmrt_engine* engine, uint32_t* n_unfinished);
+/* Steps on the calling thread until every request has finished. */
+LMRT_API lmrt_status lmrt_engine_run(lmrt_engine* engine);
+/* A request's result so far (finish_reason LMRT_FINISH_NONE while it runs): text, tokens, logprobs,
+ * usage and timings (ttft_ms counts from lmrt_engine_submit; n_past is 0, there are no beams and no
+ * cache). The pointers are owned by the engine, valid until the request is released or the engine
+ * freed, and change while the request runs. result->struct_size must be set. Returns the request's
+ * own error (with its message) when it finished with LMRT_FINISH_ERROR, the result filled all the
+ * same. Errors: INVALID_ARGUMENT (unknown id). */
+LMRT_API lmrt_status lmrt_engine_result(lmrt_engine* engine, uint64_t request_id, lmrt_generate_result* result);
+/* Forgets a finished request and its result. Errors: INVALID_ARGUMENT (unknown id, not finished). */
+LMRT_API lmrt_status lmrt_engine_release(lmrt_engine* engine, uint64_t request_id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,3 +12,8 @@ lmrt_status lmrt_go_generate(lmrt_context* ctx, const lmrt_generate_request* req
                              lmrt_generate_result* result) {
   return lmrt_generate(ctx, request, lmrt_go_on_token, (void*)handle, result);
 }
+
+lmrt_status lmrt_go_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request, uintptr_t handle,
+                                  uint64_t* request_id) {
+  return lmrt_engine_submit(engine, request, lmrt_go_on_token, (void*)handle, request_id);
+}

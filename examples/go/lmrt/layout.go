@@ -35,7 +35,13 @@ func layouts() []structLayout {
 	var ev C.lmrt_token_event
 	var rq C.lmrt_generate_request
 	var rs C.lmrt_generate_result
+	var ep C.lmrt_engine_params
 	return []structLayout{
+		{"lmrt_engine_params", unsafe.Sizeof(ep), 12, []fieldLayout{
+			f("struct_size", unsafe.Offsetof(ep.struct_size), unsafe.Sizeof(ep.struct_size), 0, 4),
+			f("max_sequences", unsafe.Offsetof(ep.max_sequences), unsafe.Sizeof(ep.max_sequences), 4, 4),
+			f("prefill_chunk", unsafe.Offsetof(ep.prefill_chunk), unsafe.Sizeof(ep.prefill_chunk), 8, 4),
+		}},
 		{"lmrt_model_params", unsafe.Sizeof(mp), 8, []fieldLayout{
 			f("struct_size", unsafe.Offsetof(mp.struct_size), unsafe.Sizeof(mp.struct_size), 0, 4),
 			f("use_mmap", unsafe.Offsetof(mp.use_mmap), unsafe.Sizeof(mp.use_mmap), 4, 4),

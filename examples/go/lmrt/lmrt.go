@@ -219,6 +219,12 @@ func (c *Context) Generate(ctx context.Context, prompt string, maxTokens int, on
 	if s := C.lmrt_go_generate(c.raw, &req, C.uintptr_t(h), &res); s != C.LMRT_OK {
 		return nil, &Error{Status(s), C.GoString(C.lmrt_context_last_error(c.raw))}
 	}
+	done := completionFrom(&res)
+	return done, g.err
+}
+
+// completionFrom copies a result's text and tokens out of the library.
+func completionFrom(res *C.lmrt_generate_result) *Completion {
 	done := &Completion{
 		Text:             C.GoStringN(res.text, C.int(res.text_len)),
 		FinishReason:     FinishReason(res.finish_reason),
@@ -229,5 +235,5 @@ func (c *Context) Generate(ctx context.Context, prompt string, maxTokens int, on
 		ids := unsafe.Slice((*int32)(unsafe.Pointer(res.tokens)), int(res.completion_tokens))
 		done.Tokens = append([]int32(nil), ids...)
 	}
-	return done, g.err
+	return done
 }

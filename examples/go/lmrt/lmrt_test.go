@@ -23,8 +23,8 @@ func TestEveryPublicStructHasTheReleasedLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 59 {
-		t.Fatalf("checked %d fields, want 59", n)
+	if n != 62 {
+		t.Fatalf("checked %d fields, want 62", n)
 	}
 }
 
@@ -153,5 +153,88 @@ func TestGoroutinesShareAModelEachWithItsOwnContext(t *testing.T) {
 		if text != alone.Text {
 			t.Errorf("goroutine %d: %q, alone: %q", i, text, alone.Text)
 		}
+	}
+}
+
+func TestAnEngineGivesEveryRequestTheTokensItGetsAlone(t *testing.T) {
+	m, err := Open(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prompts := []string{"Once upon a time", "The little dog", "Lily"}
+	lengths := []int{24, 16, 30}
+	var alone []*Completion
+	for i, p := range prompts {
+		c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := c.Generate(context.Background(), p, lengths[i], nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone = append(alone, done)
+	}
+	c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.NewEngine(4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	streamed := make([]strings.Builder, len(prompts))
+	var ids []uint64
+	for i, p := range prompts {
+		i := i
+		id, err := e.Submit(context.Background(), p, lengths[i], func(s string) error {
+			streamed[i].WriteString(s)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// A fourth request is cancelled through its context once it has streamed a piece.
+	ctx, cancel := context.WithCancel(context.Background())
+	victim, err := e.Submit(ctx, "Tom", 40, func(string) error { cancel(); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		got, err := e.Result(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != alone[i].Text || len(got.Tokens) != len(alone[i].Tokens) || got.FinishReason != alone[i].FinishReason {
+			t.Fatalf("request %d: got %q (%v), alone %q (%v)", i, got.Text, got.FinishReason, alone[i].Text, alone[i].FinishReason)
+		}
+		for k := range got.Tokens {
+			if got.Tokens[k] != alone[i].Tokens[k] {
+				t.Fatalf("request %d token %d: %d, alone %d", i, k, got.Tokens[k], alone[i].Tokens[k])
+			}
+		}
+		if streamed[i].String() != got.Text {
+			t.Fatalf("request %d streamed %q, result %q", i, streamed[i].String(), got.Text)
+		}
+		if err := e.Release(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.Result(victim)
+	if err != nil || got.FinishReason != FinishCancelled {
+		t.Fatalf("the cancelled request: %v, %v", got, err)
+	}
+	var le *Error
+	if err := e.Cancel(9999); !errors.As(err, &le) || le.Status != InvalidArgument {
+		t.Fatalf("cancelling an unknown id: %v", err)
 	}
 }

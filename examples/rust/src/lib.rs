@@ -373,26 +373,31 @@ impl<'m> Context<'m> {
         }
         // SAFETY: text and tokens are owned by the context and valid until its next generate;
         // they are copied here, while &mut self is still held.
-        let (text, tokens) = unsafe {
-            let text = if res.text.is_null() {
-                Vec::new()
-            } else {
-                std::slice::from_raw_parts(res.text.cast::<u8>(), res.text_len).to_vec()
-            };
-            let tokens = if res.tokens.is_null() {
-                Vec::new()
-            } else {
-                std::slice::from_raw_parts(res.tokens, res.completion_tokens as usize).to_vec()
-            };
-            (text, tokens)
-        };
-        Ok(Completion {
-            text: String::from_utf8_lossy(&text).into_owned(),
-            tokens,
-            finish_reason: FinishReason::from_raw(res.finish_reason),
-            prompt_tokens: res.prompt_tokens,
-            completion_tokens: res.completion_tokens,
-        })
+        Ok(unsafe { completion_from(&res) })
+    }
+}
+
+/// Copies a result's text and tokens out of the library.
+///
+/// # Safety
+/// res.text and res.tokens must be NULL or point to text_len bytes and completion_tokens ids.
+unsafe fn completion_from(res: &sys::lmrt_generate_result) -> Completion {
+    let text = if res.text.is_null() {
+        Vec::new()
+    } else {
+        std::slice::from_raw_parts(res.text.cast::<u8>(), res.text_len).to_vec()
+    };
+    let tokens = if res.tokens.is_null() {
+        Vec::new()
+    } else {
+        std::slice::from_raw_parts(res.tokens, res.completion_tokens as usize).to_vec()
+    };
+    Completion {
+        text: String::from_utf8_lossy(&text).into_owned(),
+        tokens,
+        finish_reason: FinishReason::from_raw(res.finish_reason),
+        prompt_tokens: res.prompt_tokens,
+        completion_tokens: res.completion_tokens,
     }
 }
 
@@ -400,5 +405,178 @@ impl Drop for Context<'_> {
     fn drop(&mut self) {
         // SAFETY: the context is live and no borrow of its results outlives &mut self.
         unsafe { sys::lmrt_context_free(self.raw.as_ptr()) };
+    }
+}
+
+/// Many greedy requests decoded together on one context (lmrt_engine_*): every step is one forward
+/// pass over the next token of each, and each gets the tokens `Context::generate` gives it alone.
+/// The engine holds the context's `&mut` borrow, since the context is the engine's while it lives.
+pub struct Engine<'c> {
+    raw: NonNull<sys::lmrt_engine>,
+    // Each request's closure, boxed so that its address (the callback's user_data) never moves.
+    streams: std::collections::HashMap<u64, Box<EngineStream<'c>>>,
+    _ctx: PhantomData<&'c mut ()>,
+}
+
+type OnText<'c> = Box<dyn FnMut(&str) -> ControlFlow<()> + 'c>;
+
+struct EngineStream<'c> {
+    on_text: OnText<'c>,
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+unsafe extern "C" fn on_engine_token(
+    user_data: *mut c_void,
+    event: *const sys::lmrt_token_event,
+) -> c_int {
+    // SAFETY: user_data is the boxed EngineStream of this request, alive while the engine holds it.
+    let stream = &mut *(user_data as *mut EngineStream<'_>);
+    let event = &*event;
+    let bytes = std::slice::from_raw_parts(event.text.cast::<u8>(), event.text_len);
+    let text = String::from_utf8_lossy(bytes);
+    // A panic must not unwind into C: catch it, cancel the request, resume it after the step.
+    match panic::catch_unwind(AssertUnwindSafe(|| (stream.on_text)(&text))) {
+        Ok(ControlFlow::Continue(())) => 0,
+        Ok(ControlFlow::Break(())) => 1,
+        Err(payload) => {
+            stream.panic = Some(payload);
+            1
+        }
+    }
+}
+
+impl<'c> Engine<'c> {
+    /// An engine on `ctx` running up to `max_sequences` requests at once (1..=16), prompts fed
+    /// `prefill_chunk` tokens per step.
+    pub fn new<'m>(ctx: &'c mut Context<'m>, max_sequences: u32, prefill_chunk: u32) -> Result<Engine<'c>> {
+        // SAFETY: an all-zero params struct is valid; _init fills it.
+        let mut p: sys::lmrt_engine_params = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer.
+        unsafe { sys::lmrt_engine_params_init_sized(&mut p, std::mem::size_of::<sys::lmrt_engine_params>()) };
+        p.max_sequences = max_sequences;
+        p.prefill_chunk = prefill_chunk;
+        let mut raw = ptr::null_mut();
+        let mut err = [0 as c_char; 512];
+        // SAFETY: a live context, borrowed mutably for the engine's life; buffers of their sizes.
+        let s = unsafe { sys::lmrt_engine_create(ctx.raw.as_ptr(), &p, &mut raw, err.as_mut_ptr(), err.len()) };
+        if s != sys::LMRT_OK {
+            return Err(Error::new(s, message_from(&err)));
+        }
+        let raw = NonNull::new(raw).ok_or_else(|| {
+            Error::new(sys::LMRT_ERR_INVALID_ARGUMENT, "lmrt_engine_create returned no engine".into())
+        })?;
+        Ok(Engine { raw, streams: std::collections::HashMap::new(), _ctx: PhantomData })
+    }
+
+    fn last_error(&self, s: sys::lmrt_status) -> Error {
+        // SAFETY: a live engine; the message is copied at once.
+        Error::new(s, unsafe { cstr(sys::lmrt_engine_last_error(self.raw.as_ptr())) })
+    }
+
+    /// Queues a greedy completion of `prompt`; `on_text` receives its pieces of text during
+    /// `step`/`run` and returns `ControlFlow::Break(())` to cancel it. Returns the request's id.
+    pub fn submit<F>(&mut self, prompt: &str, max_tokens: i32, on_text: F) -> Result<u64>
+    where
+        F: FnMut(&str) -> ControlFlow<()> + 'c,
+    {
+        // SAFETY: all-zero is valid for the request (integers and NULL pointers); _init fills it.
+        let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer.
+        unsafe { sys::lmrt_generate_request_init_sized(&mut req, std::mem::size_of::<sys::lmrt_generate_request>()) };
+        req.prompt = prompt.as_ptr().cast();
+        req.prompt_len = prompt.len();
+        req.max_tokens = max_tokens;
+        let mut stream = Box::new(EngineStream { on_text: Box::new(on_text), panic: None });
+        let mut id = 0u64;
+        // SAFETY: a live engine; the prompt is read before the call returns; the boxed stream is
+        // kept in self.streams (so at the same address) for as long as the engine may call it.
+        let s = unsafe {
+            sys::lmrt_engine_submit(
+                self.raw.as_ptr(),
+                &req,
+                Some(on_engine_token),
+                (&mut *stream as *mut EngineStream<'c>).cast(),
+                &mut id,
+            )
+        };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        self.streams.insert(id, stream);
+        Ok(id)
+    }
+
+    /// Cancels a request: it finishes as `Cancelled` at the next step.
+    pub fn cancel(&mut self, id: u64) -> Result<()> {
+        // SAFETY: a live engine.
+        let s = unsafe { sys::lmrt_engine_cancel(self.raw.as_ptr(), id) };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(())
+    }
+
+    fn resume_panics(&mut self) {
+        for stream in self.streams.values_mut() {
+            if let Some(payload) = stream.panic.take() {
+                panic::resume_unwind(payload);
+            }
+        }
+    }
+
+    /// One forward pass over every running request; returns how many are still queued or running.
+    pub fn step(&mut self) -> Result<u32> {
+        let mut unfinished = 0u32;
+        // SAFETY: a live engine used by this thread only (&mut self).
+        let s = unsafe { sys::lmrt_engine_step(self.raw.as_ptr(), &mut unfinished) };
+        self.resume_panics();
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(unfinished)
+    }
+
+    /// Steps until every request has finished.
+    pub fn run(&mut self) -> Result<()> {
+        // SAFETY: a live engine used by this thread only (&mut self).
+        let s = unsafe { sys::lmrt_engine_run(self.raw.as_ptr()) };
+        self.resume_panics();
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(())
+    }
+
+    /// A request's completion so far (`FinishReason::None` while it runs).
+    pub fn result(&mut self, id: u64) -> Result<Completion> {
+        // SAFETY: all-zero is valid for the result; struct_size is set below.
+        let mut res: sys::lmrt_generate_result = unsafe { std::mem::zeroed() };
+        res.struct_size = std::mem::size_of::<sys::lmrt_generate_result>() as u32;
+        // SAFETY: a live engine and a result struct of struct_size bytes.
+        let s = unsafe { sys::lmrt_engine_result(self.raw.as_ptr(), id, &mut res) };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        // SAFETY: text and tokens are the engine's, valid until the request is released; copied
+        // here while &mut self is held.
+        Ok(unsafe { completion_from(&res) })
+    }
+
+    /// Forgets a finished request (and drops its closure).
+    pub fn release(&mut self, id: u64) -> Result<()> {
+        // SAFETY: a live engine.
+        let s = unsafe { sys::lmrt_engine_release(self.raw.as_ptr(), id) };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        self.streams.remove(&id);
+        Ok(())
+    }
+}
+
+impl Drop for Engine<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the engine is live; its requests' closures (self.streams) drop after it.
+        unsafe { sys::lmrt_engine_free(self.raw.as_ptr()) };
     }
 }

@@ -35,6 +35,11 @@ pub struct lmrt_context {
 }
 
 #[repr(C)]
+pub struct lmrt_engine {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
 #[derive(Clone, Copy)]
 pub struct lmrt_model_params {
     pub struct_size: u32,
@@ -120,6 +125,14 @@ pub struct lmrt_generate_result {
     pub decode_tokens_per_s: f64,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct lmrt_engine_params {
+    pub struct_size: u32,
+    pub max_sequences: u32,
+    pub prefill_chunk: u32,
+}
+
 pub type lmrt_token_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const lmrt_token_event) -> c_int>;
 
@@ -173,4 +186,32 @@ extern "C" {
         user_data: *mut c_void,
         result: *mut lmrt_generate_result,
     ) -> lmrt_status;
+
+    // The header's lmrt_engine_params_init(p) is an inline wrapper of this with sizeof *p.
+    pub fn lmrt_engine_params_init_sized(params: *mut lmrt_engine_params, struct_size: usize) -> lmrt_status;
+    pub fn lmrt_engine_create(
+        ctx: *mut lmrt_context,
+        params: *const lmrt_engine_params,
+        out_engine: *mut *mut lmrt_engine,
+        err: *mut c_char,
+        err_size: usize,
+    ) -> lmrt_status;
+    pub fn lmrt_engine_free(engine: *mut lmrt_engine) -> lmrt_status;
+    pub fn lmrt_engine_last_error(engine: *const lmrt_engine) -> *const c_char;
+    pub fn lmrt_engine_submit(
+        engine: *mut lmrt_engine,
+        request: *const lmrt_generate_request,
+        on_token: lmrt_token_callback,
+        user_data: *mut c_void,
+        request_id: *mut u64,
+    ) -> lmrt_status;
+    pub fn lmrt_engine_cancel(engine: *mut lmrt_engine, request_id: u64) -> lmrt_status;
+    pub fn lmrt_engine_step(engine: *mut lmrt_engine, n_unfinished: *mut u32) -> lmrt_status;
+    pub fn lmrt_engine_run(engine: *mut lmrt_engine) -> lmrt_status;
+    pub fn lmrt_engine_result(
+        engine: *mut lmrt_engine,
+        request_id: u64,
+        result: *mut lmrt_generate_result,
+    ) -> lmrt_status;
+    pub fn lmrt_engine_release(engine: *mut lmrt_engine, request_id: u64) -> lmrt_status;
 }

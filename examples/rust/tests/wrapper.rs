@@ -127,3 +127,69 @@ fn a_model_is_shared_by_threads_each_with_its_own_context() {
         }
     });
 }
+
+#[test]
+fn an_engine_runs_requests_together_with_the_tokens_each_gets_alone() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let params = lmrt::ContextParams {
+        n_ctx: 256,
+        n_threads: 1,
+    };
+    let prompts = [("Once upon a time", 24), ("The little dog", 16), ("Lily", 30)];
+    let alone: Vec<lmrt::Completion> = prompts
+        .iter()
+        .map(|(p, n)| {
+            lmrt::Context::new(&model, params)
+                .unwrap()
+                .generate(p, *n, |_| ControlFlow::Continue(()))
+                .unwrap()
+        })
+        .collect();
+    let mut ctx = lmrt::Context::new(&model, params).unwrap();
+    let mut streamed = vec![String::new(); prompts.len()];
+    let mut cancelled_pieces = 0;
+    {
+        let mut engine = lmrt::Engine::new(&mut ctx, 4, 4).unwrap();
+        let mut ids = Vec::new();
+        for ((p, n), out) in prompts.iter().zip(streamed.iter_mut()) {
+            ids.push(
+                engine
+                    .submit(p, *n, move |piece| {
+                        out.push_str(piece);
+                        ControlFlow::Continue(())
+                    })
+                    .unwrap(),
+            );
+        }
+        // A fourth request cancels itself from its closure after two pieces.
+        let victim = engine
+            .submit("Tom", 40, |_| {
+                cancelled_pieces += 1;
+                if cancelled_pieces == 2 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+        assert!(engine.step().unwrap() >= 1);
+        engine.run().unwrap();
+        for (i, id) in ids.iter().enumerate() {
+            let got = engine.result(*id).unwrap();
+            assert_eq!(got.tokens, alone[i].tokens, "request {i}");
+            assert_eq!(got.text, alone[i].text, "request {i}");
+            assert_eq!(got.finish_reason, alone[i].finish_reason);
+            engine.release(*id).unwrap();
+        }
+        assert_eq!(
+            engine.result(victim).unwrap().finish_reason,
+            lmrt::FinishReason::Cancelled
+        );
+        let err = engine.cancel(9999).err().expect("an unknown id is refused");
+        assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
+    }
+    for (i, s) in streamed.iter().enumerate() {
+        assert_eq!(*s, alone[i].text, "streamed text of request {i}");
+    }
+    assert_eq!(cancelled_pieces, 2);
+}

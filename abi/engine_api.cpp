@@ -1,0 +1,162 @@
+// The batch engine as C handles: many requests on one context, stepped on the caller's thread.
+#include "abi/api_support.h"
+#include "abi/generate_request.h"
+#include "abi/handles.h"
+#include "lmrt/lmrt.h"
+
+using lmrt::Code;
+using lmrt::Status;
+using namespace lmrt::abi;
+
+namespace {
+
+static_assert(sizeof(lmrt_token_logprobs) == sizeof(lmrt::TokenLogprobs), "see generate_api.cpp");
+
+// A request's C callback, called through the runtime's sink.
+struct Callback {
+  lmrt_token_callback fn;
+  void* user;
+};
+
+int call_back(void* user, std::string_view text, const lmrt::GenerateResult& so_far, size_t first, size_t count) {
+  const auto* cb = static_cast<const Callback*>(user);
+  const lmrt_token_event ev = make_event(text, so_far, first, count);
+  return cb->fn(cb->user, &ev);
+}
+
+}  // namespace
+
+extern "C" {
+
+lmrt_status lmrt_engine_params_init_sized(lmrt_engine_params* params, size_t struct_size) {
+  lmrt_engine_params d{sizeof(lmrt_engine_params), 4, 64};
+  return init_sized(params, struct_size, d);
+}
+
+lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* params, lmrt_engine** out_engine, char* err,
+                               size_t err_size) {
+  if (out_engine != nullptr) *out_engine = nullptr;
+  return guarded(
+      [&]() -> Status {
+        if (ctx == nullptr || out_engine == nullptr)
+          return lmrt::Error(Code::invalid_argument, "ctx and out_engine must not be NULL");
+        lmrt_engine_params p;
+        lmrt_engine_params_init(&p);
+        LMRT_RETURN_IF_ERROR(read_params(params, &p));
+        lmrt::EngineParams ep;
+        ep.max_sequences = p.max_sequences;
+        ep.prefill_chunk = p.prefill_chunk;
+        auto e = std::make_unique<lmrt_engine>();
+        e->ctx = ctx;
+        LMRT_RETURN_IF_ERROR(lmrt::BatchEngine::create(*ctx->ctx, *ctx->model->tokenizer, ep, &e->engine));
+        *out_engine = e.release();
+        return Status::Ok();
+      },
+      [&](const std::string& m) { copy_message(m, err, err_size); });
+}
+
+lmrt_status lmrt_engine_free(lmrt_engine* engine) {
+  delete engine;
+  return LMRT_OK;
+}
+
+const char* lmrt_engine_last_error(const lmrt_engine* engine) {
+  return engine == nullptr ? "" : engine->last_error.c_str();
+}
+
+lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request, lmrt_token_callback on_token,
+                               void* user_data, uint64_t* request_id) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->last_error.clear();
+  return guarded(
+      [&]() -> Status {
+        if (request == nullptr || request_id == nullptr)
+          return lmrt::Error(Code::invalid_argument, "request and request_id must not be NULL");
+        lmrt_generate_request req;
+        lmrt::EngineRequest er;
+        LMRT_RETURN_IF_ERROR(translate_request(request, &req, &er.req));
+        if (req.n_beams != 0 || req.cache != nullptr)
+          return lmrt::Error(Code::invalid_argument, "beam search and the response cache do not run in an engine");
+        std::string criteria_key;
+        LMRT_RETURN_IF_ERROR(
+            request_samplers(req, *engine->ctx->model, &er.req, &er.chain, &er.criteria, &criteria_key));
+        if (on_token != nullptr) {
+          auto cb = std::make_shared<Callback>(Callback{on_token, user_data});
+          er.sink.fn = call_back;
+          er.sink.user = cb.get();
+          er.sink_owner = std::move(cb);
+        }
+        uint64_t id = 0;
+        LMRT_RETURN_IF_ERROR(engine->engine->submit(std::move(er), &id));
+        *request_id = id;
+        return Status::Ok();
+      },
+      [&](const std::string& m) { engine->last_error = m; });
+}
+
+lmrt_status lmrt_engine_cancel(lmrt_engine* engine, uint64_t request_id) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  // No clear() of last_error here: a callback may cancel while lmrt_engine_step runs.
+  return guarded([&]() -> Status { return engine->engine->cancel(request_id); },
+                 [&](const std::string& m) { engine->last_error = m; });
+}
+
+lmrt_status lmrt_engine_step(lmrt_engine* engine, uint32_t* n_unfinished) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->last_error.clear();
+  return guarded(
+      [&]() -> Status {
+        bool busy = false;
+        LMRT_RETURN_IF_ERROR(engine->engine->step(&busy));
+        if (n_unfinished != nullptr) *n_unfinished = engine->engine->n_running() + engine->engine->n_queued();
+        return Status::Ok();
+      },
+      [&](const std::string& m) { engine->last_error = m; });
+}
+
+lmrt_status lmrt_engine_run(lmrt_engine* engine) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->last_error.clear();
+  return guarded([&]() -> Status { return engine->engine->run(); },
+                 [&](const std::string& m) { engine->last_error = m; });
+}
+
+lmrt_status lmrt_engine_result(lmrt_engine* engine, uint64_t request_id, lmrt_generate_result* result) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->last_error.clear();
+  return guarded(
+      [&]() -> Status {
+        if (result == nullptr || result->struct_size < sizeof(uint32_t))
+          return lmrt::Error(Code::invalid_argument, "result is NULL or its struct_size is not set");
+        const lmrt::GenerateResult* g = engine->engine->result(request_id);
+        if (g == nullptr) return lmrt::Error(Code::invalid_argument, "no request " + std::to_string(request_id));
+        lmrt_generate_result full{};
+        full.struct_size = sizeof full;
+        full.finish_reason = static_cast<lmrt_finish_reason>(g->finish_reason);
+        full.prompt_tokens = g->prompt_tokens;
+        full.completion_tokens = static_cast<uint32_t>(g->tokens.size());
+        full.text = g->text.c_str();
+        full.text_len = g->text.size();
+        full.tokens = g->tokens.data();
+        full.load_ms = engine->ctx->model->load_ms;
+        full.prefill_ms = g->timings.prefill_ms;
+        full.decode_ms = g->timings.decode_ms;
+        full.ttft_ms = g->timings.ttft_ms;
+        full.prefill_tokens_per_s = g->timings.prefill_tokens_per_s;
+        full.decode_tokens_per_s = g->timings.decode_tokens_per_s;
+        full.logprobs =
+            g->logprobs.empty() ? nullptr : reinterpret_cast<const lmrt_token_logprobs*>(g->logprobs.data());
+        write_prefix(full, result);
+        return engine->engine->request_status(request_id);
+      },
+      [&](const std::string& m) { engine->last_error = m; });
+}
+
+lmrt_status lmrt_engine_release(lmrt_engine* engine, uint64_t request_id) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->last_error.clear();
+  return guarded([&]() -> Status { return engine->engine->release(request_id); },
+                 [&](const std::string& m) { engine->last_error = m; });
+}
+
+}  // extern "C"

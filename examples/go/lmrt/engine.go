@@ -1,0 +1,167 @@
+package lmrt
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <lmrt/lmrt.h>
+
+lmrt_status lmrt_go_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request, uintptr_t handle,
+                                  uint64_t* request_id);
+*/
+import "C"
+
+import (
+	"context"
+	"runtime/cgo"
+	"sync"
+	"unsafe"
+)
+
+// Engine runs many greedy requests together on one context (lmrt_engine_*): every step is one
+// forward pass over the next token of each, and each gets the tokens Generate gives it alone. The
+// context is the engine's while it is open: do not use it otherwise. Methods serialize themselves.
+type Engine struct {
+	mu      sync.Mutex
+	ctx     *Context
+	raw     *C.lmrt_engine
+	handles map[uint64]cgo.Handle // each request's callback state, until Release or Close
+}
+
+// NewEngine creates an engine on c running up to maxSequences requests at once (1..16), prompts
+// fed prefillChunk tokens per step.
+func (c *Context) NewEngine(maxSequences, prefillChunk uint32) (*Engine, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.raw == nil {
+		return nil, ErrClosed
+	}
+	var p C.lmrt_engine_params
+	C.lmrt_engine_params_init(&p)
+	p.max_sequences = C.uint32_t(maxSequences)
+	p.prefill_chunk = C.uint32_t(prefillChunk)
+	var raw *C.lmrt_engine
+	var msg [512]C.char
+	if s := C.lmrt_engine_create(c.raw, &p, &raw, &msg[0], C.size_t(len(msg))); s != C.LMRT_OK {
+		return nil, &Error{Status(s), C.GoString(&msg[0])}
+	}
+	return &Engine{ctx: c, raw: raw, handles: map[uint64]cgo.Handle{}}, nil
+}
+
+func (e *Engine) lastError(s C.lmrt_status) error {
+	return &Error{Status(s), C.GoString(C.lmrt_engine_last_error(e.raw))}
+}
+
+// Submit queues a greedy completion of prompt; onText (may be nil) receives its pieces during
+// Step/Run, and an error it returns, or ctx's cancellation, cancels the request. Returns its id.
+func (e *Engine) Submit(ctx context.Context, prompt string, maxTokens int, onText func(string) error) (uint64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return 0, ErrClosed
+	}
+	cprompt := C.CString(prompt)
+	defer C.free(unsafe.Pointer(cprompt))
+	var req C.lmrt_generate_request
+	C.lmrt_generate_request_init(&req)
+	req.prompt = cprompt
+	req.prompt_len = C.size_t(len(prompt))
+	req.max_tokens = C.int32_t(maxTokens)
+	h := cgo.NewHandle(&generation{ctx: ctx, onText: onText})
+	var id C.uint64_t
+	if s := C.lmrt_go_engine_submit(e.raw, &req, C.uintptr_t(h), &id); s != C.LMRT_OK {
+		h.Delete()
+		return 0, e.lastError(s)
+	}
+	e.handles[uint64(id)] = h
+	return uint64(id), nil
+}
+
+// Cancel makes a request finish as FinishCancelled at the next step.
+func (e *Engine) Cancel(id uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return ErrClosed
+	}
+	if s := C.lmrt_engine_cancel(e.raw, C.uint64_t(id)); s != C.LMRT_OK {
+		return e.lastError(s)
+	}
+	return nil
+}
+
+// Step runs one forward pass over every running request and returns how many are still queued
+// or running.
+func (e *Engine) Step() (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return 0, ErrClosed
+	}
+	var n C.uint32_t
+	if s := C.lmrt_engine_step(e.raw, &n); s != C.LMRT_OK {
+		return 0, e.lastError(s)
+	}
+	return int(n), nil
+}
+
+// Run steps until every request has finished.
+func (e *Engine) Run() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return ErrClosed
+	}
+	if s := C.lmrt_engine_run(e.raw); s != C.LMRT_OK {
+		return e.lastError(s)
+	}
+	return nil
+}
+
+// Result is a request's completion so far (FinishNone while it runs).
+func (e *Engine) Result(id uint64) (*Completion, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return nil, ErrClosed
+	}
+	var res C.lmrt_generate_result
+	res.struct_size = C.uint32_t(unsafe.Sizeof(res))
+	if s := C.lmrt_engine_result(e.raw, C.uint64_t(id), &res); s != C.LMRT_OK {
+		return nil, e.lastError(s)
+	}
+	return completionFrom(&res), nil
+}
+
+// Release forgets a finished request.
+func (e *Engine) Release(id uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return ErrClosed
+	}
+	if s := C.lmrt_engine_release(e.raw, C.uint64_t(id)); s != C.LMRT_OK {
+		return e.lastError(s)
+	}
+	if h, ok := e.handles[id]; ok {
+		h.Delete()
+		delete(e.handles, id)
+	}
+	return nil
+}
+
+// Close frees the engine and its requests; the context is free for other use again. Closing
+// twice is a no-op.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return nil
+	}
+	C.lmrt_engine_free(e.raw)
+	e.raw = nil
+	for _, h := range e.handles {
+		h.Delete()
+	}
+	e.handles = nil
+	return nil
+}

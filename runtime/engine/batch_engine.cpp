@@ -1,0 +1,241 @@
+#include "runtime/engine/batch_engine.h"
+
+#include <algorithm>
+
+namespace lmrt {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point a) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+}
+
+}  // namespace
+
+BatchEngine::BatchEngine(Context& ctx, const Tokenizer& tok, const EngineParams& p)
+    : ctx_(ctx),
+      tok_(tok),
+      params_(p),
+      seqs_(ctx.n_ctx(), p.max_sequences),
+      planner_(p.max_sequences, ctx.params().n_batch, p.prefill_chunk),
+      lanes_(p.max_sequences, nullptr),
+      lane_work_(p.max_sequences) {
+  const size_t nb = ctx.params().n_batch;
+  tokens_.resize(nb);
+  pos_.resize(nb);
+  slot_.resize(nb);
+  views_.resize(nb);
+  logit_rows_.resize(p.max_sequences);
+  samplers_.resize(p.max_sequences);
+}
+
+Status BatchEngine::create(Context& ctx, const Tokenizer& tok, const EngineParams& params,
+                           std::unique_ptr<BatchEngine>* out) {
+  if (params.max_sequences < 1 || params.max_sequences > LlamaGraph::kMaxLogitRows)
+    return Error(Code::invalid_argument, "max_sequences must be 1 to " + std::to_string(LlamaGraph::kMaxLogitRows));
+  if (params.prefill_chunk < 1) return Error(Code::invalid_argument, "prefill_chunk must be at least 1");
+  ctx.truncate(0);  // the engine writes the arena's cells; the context's own tokens are gone
+  out->reset(new BatchEngine(ctx, tok, params));
+  return Status::Ok();
+}
+
+BatchEngine::~BatchEngine() { ctx_.truncate(0); }
+
+BatchEngine::Job* BatchEngine::find(uint64_t id) const {
+  for (const auto& j : jobs_)
+    if (j->id == id) return j.get();
+  return nullptr;
+}
+
+Status BatchEngine::submit(EngineRequest request, uint64_t* id) {
+  LMRT_RETURN_IF_ERROR(SequenceDecoder::validate(request.req));
+  if (request.req.context_shift)
+    return Error(Code::invalid_argument, "context shift does not apply to a sequence of a shared arena");
+  auto job = std::make_unique<Job>();
+  job->t_submit = Clock::now();
+  LMRT_RETURN_IF_ERROR(tokenize_prompt(tok_, request.req, &job->prompt));
+  if (job->prompt.size() > ctx_.n_ctx())
+    return Error(Code::context_full, "the prompt has " + std::to_string(job->prompt.size()) +
+                                         " tokens but the arena holds only " + std::to_string(ctx_.n_ctx()));
+  job->request = std::move(request);
+  job->request.req.prompt = {};  // tokenized: the caller's text need not outlive submit()
+  job->request.req.sampler = job->request.chain.get();
+  job->request.req.stop_criteria.clear();
+  for (const auto& c : job->request.criteria) job->request.req.stop_criteria.push_back(c.get());
+  job->id = next_id_++;
+  *id = job->id;
+  jobs_.push_back(std::move(job));
+  return Status::Ok();
+}
+
+Status BatchEngine::cancel(uint64_t id) {
+  Job* j = find(id);
+  if (j == nullptr) return Error(Code::invalid_argument, "no request " + std::to_string(id));
+  j->cancel = true;
+  return Status::Ok();
+}
+
+void BatchEngine::end(Job& job, FinishReason why) {
+  if (job.state == State::prefilling || job.state == State::decoding) {
+    job.decoder.finish(why);
+    lanes_[job.seq] = nullptr;
+    seqs_.free(job.seq);
+  } else {
+    job.result.finish_reason = why;
+  }
+  job.state = State::done;
+}
+
+void BatchEngine::fail(Job& job, Status why) {
+  job.status = std::move(why);
+  if (job.state == State::prefilling || job.state == State::decoding) {
+    lanes_[job.seq] = nullptr;
+    seqs_.free(job.seq);
+  }
+  job.result.finish_reason = FinishReason::error;
+  job.state = State::done;
+}
+
+void BatchEngine::admit() {
+  // First come, first served: a prompt that does not fit the free cells yet waits, and so do the
+  // requests behind it.
+  for (const auto& jp : jobs_) {
+    Job& job = *jp;
+    if (job.state != State::queued) continue;
+    if (seqs_.n_live() == seqs_.max_sequences() || job.prompt.size() > seqs_.n_free_cells()) break;
+    uint32_t seq = 0;
+    if (!seqs_.create(&seq).ok() || !seqs_.grow(seq, static_cast<uint32_t>(job.prompt.size())).ok()) {
+      seqs_.free(seq);
+      break;
+    }
+    job.seq = seq;
+    job.t_admit = Clock::now();
+    Status s =
+        job.decoder.start(tok_, job.request.req, job.prompt, ctx_.n_ctx(), job.request.sink, &job.result, job.t_submit);
+    if (!s.ok()) {
+      seqs_.free(seq);
+      fail(job, std::move(s));
+      continue;
+    }
+    job.state = State::prefilling;
+    lanes_[seq] = &job;
+  }
+}
+
+Status BatchEngine::step(bool* busy) {
+  for (const auto& jp : jobs_)
+    if (jp->cancel && jp->state != State::done) end(*jp, FinishReason::cancelled);
+  admit();
+  for (uint32_t i = 0; i < lanes_.size(); ++i) {
+    const Job* j = lanes_[i];
+    lane_work_[i].decoding = j != nullptr && j->state == State::decoding;
+    lane_work_[i].prompt_left =
+        j != nullptr && j->state == State::prefilling ? static_cast<uint32_t>(j->prompt.size()) - j->n_evaluated : 0;
+  }
+  const std::vector<StepPlanner::Take>& takes = planner_.plan(lane_work_);
+
+  uint32_t n = 0, n_rows = 0;
+  auto add = [&](Job& job, int32_t token, uint32_t p) {
+    const uint32_t* cells = seqs_.cells(job.seq);
+    tokens_[n] = token;
+    pos_[n] = p;
+    slot_[n] = cells[p];
+    views_[n] = AttentionView{cells, p + 1, seqs_.contiguous(job.seq)};
+    ++n;
+  };
+  for (const StepPlanner::Take& take : takes) {
+    Job& job = *lanes_[take.lane];
+    if (job.state == State::decoding) {
+      if (!seqs_.grow(job.seq, 1).ok()) {  // the arena is full: this request ends, the others go on
+        end(job, FinishReason::context_full);
+        continue;
+      }
+      add(job, job.pending, seqs_.length(job.seq) - 1);
+    } else {
+      for (uint32_t k = 0; k < take.n; ++k) add(job, job.prompt[job.n_evaluated + k], job.n_evaluated + k);
+      job.n_evaluated += take.n;
+      if (job.n_evaluated < job.prompt.size()) continue;
+    }
+    logit_rows_[n_rows] = n - 1;
+    samplers_[n_rows++] = &job;
+  }
+  if (n > 0) {
+    GraphBatch b;
+    b.tokens = tokens_.data();
+    b.n = n;
+    b.pos = pos_.data();
+    b.slot = slot_.data();
+    b.views = views_.data();
+    b.logit_rows = logit_rows_.data();
+    b.n_logit_rows = n_rows;
+    LMRT_RETURN_IF_ERROR(ctx_.eval_sequences(b));
+  }
+  for (uint32_t i = 0; i < n_rows; ++i) {
+    Job& job = *samplers_[i];
+    if (job.state == State::prefilling) {
+      job.result.timings.prefill_ms = ms_since(job.t_admit);
+      if (job.result.timings.prefill_ms > 0)
+        job.result.timings.prefill_tokens_per_s = job.prompt.size() * 1000.0 / job.result.timings.prefill_ms;
+      job.state = State::decoding;
+    }
+    int32_t next = 0;
+    bool done = false;
+    Status s = job.decoder.step(ctx_.batch_logits(i), &next, &done);
+    if (!s.ok()) {
+      fail(job, std::move(s));
+    } else if (done) {
+      lanes_[job.seq] = nullptr;
+      seqs_.free(job.seq);
+      job.state = State::done;
+    } else {
+      job.pending = next;
+    }
+  }
+  *busy = n_running() + n_queued() > 0;
+  return Status::Ok();
+}
+
+Status BatchEngine::run() {
+  bool busy = true;
+  while (busy) LMRT_RETURN_IF_ERROR(step(&busy));
+  return Status::Ok();
+}
+
+Status BatchEngine::state(uint64_t id, State* out) const {
+  const Job* j = find(id);
+  if (j == nullptr) return Error(Code::invalid_argument, "no request " + std::to_string(id));
+  *out = j->state;
+  return Status::Ok();
+}
+
+const GenerateResult* BatchEngine::result(uint64_t id) const {
+  const Job* j = find(id);
+  return j == nullptr ? nullptr : &j->result;
+}
+
+Status BatchEngine::request_status(uint64_t id) const {
+  const Job* j = find(id);
+  if (j == nullptr) return Error(Code::invalid_argument, "no request " + std::to_string(id));
+  return j->status;
+}
+
+Status BatchEngine::release(uint64_t id) {
+  for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
+    if ((*it)->id != id) continue;
+    if ((*it)->state != State::done)
+      return Error(Code::invalid_argument, "request " + std::to_string(id) + " has not finished");
+    jobs_.erase(it);
+    return Status::Ok();
+  }
+  return Error(Code::invalid_argument, "no request " + std::to_string(id));
+}
+
+uint32_t BatchEngine::n_running() const { return seqs_.n_live(); }
+
+uint32_t BatchEngine::n_queued() const {
+  uint32_t q = 0;
+  for (const auto& j : jobs_) q += j->state == State::queued;
+  return q;
+}
+
+}  // namespace lmrt

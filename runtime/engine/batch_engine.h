@@ -1,0 +1,117 @@
+// Many requests on one context: each is a sequence of the context's KV arena (KvSequences), and every
+// step is one forward pass over the tokens of all of them (StepPlanner picks which), so the weights
+// are read once per step however many sequences decode. Each request keeps its own sampler chain,
+// stop strings, logprobs and sink (SequenceDecoder), and its tokens are those it would get alone.
+//
+// One thread at a time uses an engine; a sink may call cancel() (nothing else of the engine).
+// submit() allocates; step() allocates nothing once a request is running.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/engine/step_planner.h"
+#include "runtime/generate/context.h"
+#include "runtime/generate/generator.h"
+#include "runtime/generate/sequence_decoder.h"
+#include "runtime/kv/kv_sequences.h"
+#include "runtime/sampling/sampler_chain.h"
+#include "runtime/sampling/stop_criterion.h"
+#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/util/status.h"
+
+namespace lmrt {
+
+struct EngineParams {
+  uint32_t max_sequences = 4;   // requests decoding at once, 1..LlamaGraph::kMaxLogitRows
+  uint32_t prefill_chunk = 64;  // prompt tokens of one request per step
+};
+
+// A request handed to the engine, with what it owns: the chain and stop criteria that req points to.
+struct EngineRequest {
+  GenerateRequest req;
+  std::unique_ptr<SamplerChain> chain;  // req.sampler, or null (greedy)
+  std::vector<std::unique_ptr<StopCriterion>> criteria;
+  TokenSink sink;
+  std::shared_ptr<void> sink_owner;  // what sink.user points to, kept alive as long as the request
+};
+
+class BatchEngine {
+ public:
+  enum class State { queued, prefilling, decoding, done };
+
+  // The engine uses ctx's arena, graph and threads while it lives; the context forgets the tokens it
+  // held, and must not evaluate anything itself meanwhile. Errors: invalid_argument (max_sequences
+  // outside 1..16, prefill_chunk 0).
+  static Status create(Context& ctx, const Tokenizer& tok, const EngineParams& params,
+                       std::unique_ptr<BatchEngine>* out);
+  ~BatchEngine();
+
+  // Queues a request; *id names it from now on (ids start at 1). Errors: invalid_argument and
+  // bad_utf8 as generate(); context_full (the prompt alone is larger than the arena). context_shift
+  // is refused (a shared arena cannot shift one sequence).
+  Status submit(EngineRequest request, uint64_t* id);
+  // Marks a request cancelled: it finishes with FinishReason::cancelled at the next step. Errors:
+  // invalid_argument (unknown id). A finished request stays as it is.
+  Status cancel(uint64_t id);
+
+  // One forward pass over the next tokens of every running request (admitting queued ones first);
+  // *busy becomes false when no request is left to run. A request's own failure (a plugin's) ends
+  // that request with FinishReason::error and its status; the step goes on for the others.
+  Status step(bool* busy);
+  // Steps until every request has finished.
+  Status run();
+
+  // A request's state, result and status (its own failure). Errors: invalid_argument (unknown id).
+  Status state(uint64_t id, State* out) const;
+  const GenerateResult* result(uint64_t id) const;
+  Status request_status(uint64_t id) const;
+  // Forgets a finished request (its result goes). Errors: invalid_argument (unknown or unfinished).
+  Status release(uint64_t id);
+
+  uint32_t n_running() const;
+  uint32_t n_queued() const;
+  const KvSequences& sequences() const { return seqs_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Job {
+    uint64_t id = 0;
+    EngineRequest request;
+    std::vector<int32_t> prompt;
+    State state = State::queued;
+    bool cancel = false;
+    Status status;
+    uint32_t seq = 0;          // its sequence (lane) while prefilling or decoding
+    uint32_t n_evaluated = 0;  // prompt tokens evaluated
+    int32_t pending = 0;       // the sampled token to evaluate next (decoding)
+    SequenceDecoder decoder;
+    GenerateResult result;
+    Clock::time_point t_submit{}, t_admit{};
+  };
+
+  BatchEngine(Context& ctx, const Tokenizer& tok, const EngineParams& p);
+  Job* find(uint64_t id) const;
+  void admit();
+  void end(Job& job, FinishReason why);
+  void fail(Job& job, Status why);
+
+  Context& ctx_;
+  const Tokenizer& tok_;
+  EngineParams params_;
+  KvSequences seqs_;
+  StepPlanner planner_;
+  uint64_t next_id_ = 1;
+  std::vector<std::unique_ptr<Job>> jobs_;  // in submission order
+  std::vector<Job*> lanes_;                 // per sequence id: its job, or null
+  std::vector<StepPlanner::Lane> lane_work_;
+  // The step's batch, reserved to n_batch tokens.
+  std::vector<int32_t> tokens_;
+  std::vector<uint32_t> pos_, slot_, logit_rows_;
+  std::vector<AttentionView> views_;
+  std::vector<Job*> samplers_;  // the job of each logit row
+};
+
+}  // namespace lmrt
