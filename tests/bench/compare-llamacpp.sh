@@ -63,7 +63,7 @@ synth_args() {
 }
 # Writes $models_dir/NAME.gguf if missing (NAME = SHAPE-TYPE).
 make_model() {
-  local name=$1 shape=${1%-*} type=${1##*-} f=$models_dir/$1.gguf
+  local shape=${1%-*} type=${1##*-} f=$models_dir/$1.gguf
   [[ -f $f ]] && return 0
   if [[ $type == q4_0 && ($shape == 110m || $shape == tinyllama-1.1b) ]]; then
     "$lmrt" bench --synthetic "$shape" -o "$f" --tokenizer "$shared/models/llama2-tokenizer.bin"
