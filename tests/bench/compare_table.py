@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Prints the comparison table from the raw results of tests/bench/compare-llamacpp.sh.
+"""Prints the comparison tables from the raw results of tests/bench/compare-llamacpp.sh.
 
 usage: compare_table.py RESULTS.jsonl
 
-Medians over the rounds; ratios lmrt / llama.cpp; the decode roofline fraction = decode tok/s x bytes
-read per decoded token / read bandwidth with that many threads (tests/bench/read_bandwidth.cpp, best
-access pattern). The host's bandwidth drifts within minutes, so each process's fraction uses the mean of
-the bandwidth measured right before and right after it, and the table gives the median of those
-per-process fractions (rows without a paired bandwidth fall back to the run's median bandwidth). Bytes read per token = every 2-D weight once (the embedding
-table: one row) + the F16 KV rows of every layer at the mean context length of the timed decode
-(P + G / 2). Peak RSS budget = file + KV arena + 64 MiB.
+Medians over the rounds; ratios lmrt / llama.cpp (the native oracle `bench`: persistent thread pool, weight
+repacking, its best ISA on this CPU; older result files: the node-llama-cpp `run`); the decode roofline
+fraction = decode tok/s x bytes read per decoded token / read bandwidth with that many threads
+(tests/bench/read_bandwidth.cpp, best access pattern). The host's bandwidth drifts within minutes, so each
+process's fraction uses the mean of the bandwidth measured right before and right after it, and the table
+gives the median of those per-process fractions (rows without a paired bandwidth fall back to the run's
+median bandwidth). Bytes read per token = every 2-D weight once (the embedding table: one row, or all of it
+when it is also the output matrix) + the F16 KV rows each layer attends to at the mean context length of
+the timed decode (P + G / 2; a sliding-window layer reads at most its window). Peak RSS budget = file + KV
+arena + 64 MiB.
 
-A second table gives lmrt on the same weights rewritten by `lmrt quantize --interleave` (Q4_0x16, the
-same bytes per token), against llama.cpp on the standard file.
+One table per lmrt variant, each against llama.cpp on the standard file: lmrt at the best ISA this CPU runs,
+lmrt forced to another ISA (`LMRT_ISA=avx2`: kind lmrt_avx2), and lmrt on the same weights rewritten by
+`lmrt quantize --interleave` (Q4_0x16, the same bytes per token).
 """
 import json
 import statistics
@@ -26,8 +30,21 @@ for r in rows:
         bw.setdefault(r["threads"], []).append(r["gbs"])
 shape = {r["model"]: r for r in rows if r["kind"] == "shape"}
 for t, v in sorted(bw.items()):
-    print(f"read bandwidth, {t} thread(s): median {med(v):.1f} GB/s over {len(v)} samples {sorted(v)}")
-keys = sorted({(r["model"], r["threads"], r["P"]) for r in rows if r["kind"] in ("lmrt", "llamacpp")})
+    print(f"read bandwidth, {t} thread(s): median {med(v):.1f} GB/s over {len(v)} samples, "
+          f"{min(v):.1f}–{max(v):.1f}")
+for m, s in shape.items():
+    if "types" in s:
+        print(f"{m}: {', '.join(s['types'])}; {s['bytes_per_token'] / 2**20:.0f} MiB of weights per token")
+keys = sorted({(r["model"], r["threads"], r["P"]) for r in rows if r["kind"] == "llamacpp"})
+
+
+def kv_bytes_per_token(s, context):
+    """F16 K and V rows read by one decode step at `context` positions (old files: one per-position figure)."""
+    if "kv_bytes_per_position_per_layer" not in s:
+        return s.get("kv_bytes_per_position", 0) * context
+    windowed = s.get("n_windowed_layers", 0)
+    window = s.get("sliding_window") or context
+    return s["kv_bytes_per_position_per_layer"] * ((s["n_layer"] - windowed) * context + windowed * min(context, window))
 
 
 def table(kind, title):
@@ -44,12 +61,12 @@ def table(kind, title):
         def sel(which, f):
             return [r[f] for r in rows
                     if r["kind"] == which and (r["model"], r["threads"], r["P"]) == k and r.get(f) is not None]
-        if not sel(kind, "decode"):
+        if not sel(kind, "decode") or not sel("llamacpp", "decode"):
             continue
         lp, cp = med(sel(kind, "prefill")), med(sel("llamacpp", "prefill"))
         ld, cd = med(sel(kind, "decode")), med(sel("llamacpp", "decode"))
         s = shape[k[0]]
-        bytes_per_token = s["bytes_per_token"] + s.get("kv_bytes_per_position", 0) * (k[2] + s.get("gen", 128) / 2)
+        bytes_per_token = s["bytes_per_token"] + kv_bytes_per_token(s, k[2] + s.get("gen", 128) / 2)
         run_bw = med(bw[k[1]])
 
         def roof(which):
@@ -63,5 +80,8 @@ def table(kind, title):
               f"{max(sel('llamacpp', 'rss')):.0f} |")
 
 
-table("lmrt", "lmrt and llama.cpp on the same standard Q4_0 file:")
+table("lmrt", "lmrt (the best ISA this CPU runs) and llama.cpp (its best) on the same file:")
+for kind in sorted({r["kind"] for r in rows if r["kind"].startswith("lmrt_") and r["kind"] != "lmrt_x16"}):
+    isa = kind[len("lmrt_"):]
+    table(kind, f"lmrt forced to {isa.upper()} (`LMRT_ISA={isa}`), llama.cpp at its best ISA on this CPU, same file:")
 table("lmrt_x16", "lmrt on the file rewritten by `lmrt quantize --interleave` (Q4_0x16), llama.cpp on the standard file:")
