@@ -231,8 +231,12 @@ int cmd_bench(int argc, char** argv) {
   }
   std::vector<double> pre, dec;
   for (const Rep& r : runs) pre.push_back(r.prefill_tps), dec.push_back(r.decode_tps);
-  const double kv_bytes = 2.0 * 2.0 * info.n_layer * cp.n_ctx * (static_cast<double>(info.n_embd) / info.n_head) *
-                          info.n_head_kv;  // K and V, F16
+  lmrt_model_arch arch{};
+  arch.struct_size = sizeof arch;
+  const double head_dim = lmrt_model_get_arch(model, &arch) == LMRT_OK && arch.head_dim != 0
+                              ? arch.head_dim
+                              : static_cast<double>(info.n_embd) / info.n_head;  // gemma: not n_embd / n_head
+  const double kv_bytes = 2.0 * 2.0 * info.n_layer * cp.n_ctx * head_dim * info.n_head_kv;  // K and V, F16
   const double rss = peak_rss_mib();
   const double file_mib = static_cast<double>(info.file_bytes) / (1024.0 * 1024.0);
   const char* isa = std::getenv("LMRT_ISA");
