@@ -1,4 +1,5 @@
-// The batch engine as C handles: many requests on one context, stepped on the caller's thread.
+// The batch engine as C handles: many requests on one context, stepped on the caller's thread or on
+// the engine's own (EngineThread holds the lock and the thread).
 #include "abi/api_support.h"
 #include "abi/generate_request.h"
 #include "abi/handles.h"
@@ -48,7 +49,9 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
         ep.prefill_chunk = p.prefill_chunk;
         auto e = std::make_unique<lmrt_engine>();
         e->ctx = ctx;
-        LMRT_RETURN_IF_ERROR(lmrt::BatchEngine::create(*ctx->ctx, *ctx->model->tokenizer, ep, &e->engine));
+        std::unique_ptr<lmrt::BatchEngine> be;
+        LMRT_RETURN_IF_ERROR(lmrt::BatchEngine::create(*ctx->ctx, *ctx->model->tokenizer, ep, &be));
+        e->engine = std::make_unique<lmrt::EngineThread>(std::move(be));
         *out_engine = e.release();
         return Status::Ok();
       },
@@ -56,18 +59,21 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
 }
 
 lmrt_status lmrt_engine_free(lmrt_engine* engine) {
+  if (engine == nullptr) return LMRT_OK;
+  if (engine->engine->started()) {
+    engine->errors.set("the engine's thread runs: lmrt_engine_stop it before lmrt_engine_free");
+    return LMRT_ERR_INVALID_ARGUMENT;
+  }
   delete engine;
   return LMRT_OK;
 }
 
-const char* lmrt_engine_last_error(const lmrt_engine* engine) {
-  return engine == nullptr ? "" : engine->last_error.c_str();
-}
+const char* lmrt_engine_last_error(const lmrt_engine* engine) { return engine == nullptr ? "" : engine->errors.get(); }
 
 lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request, lmrt_token_callback on_token,
                                void* user_data, uint64_t* request_id) {
   if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  engine->last_error.clear();
+  engine->errors.clear();
   return guarded(
       [&]() -> Status {
         if (request == nullptr || request_id == nullptr)
@@ -91,72 +97,127 @@ lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request*
         *request_id = id;
         return Status::Ok();
       },
-      [&](const std::string& m) { engine->last_error = m; });
+      [&](const std::string& m) { engine->errors.set(m); });
 }
 
 lmrt_status lmrt_engine_cancel(lmrt_engine* engine, uint64_t request_id) {
   if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  // No clear() of last_error here: a callback may cancel while lmrt_engine_step runs.
   return guarded([&]() -> Status { return engine->engine->cancel(request_id); },
-                 [&](const std::string& m) { engine->last_error = m; });
+                 [&](const std::string& m) { engine->errors.set(m); });
 }
 
 lmrt_status lmrt_engine_step(lmrt_engine* engine, uint32_t* n_unfinished) {
   if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  engine->last_error.clear();
+  engine->errors.clear();
   return guarded(
       [&]() -> Status {
-        bool busy = false;
-        LMRT_RETURN_IF_ERROR(engine->engine->step(&busy));
-        if (n_unfinished != nullptr) *n_unfinished = engine->engine->n_running() + engine->engine->n_queued();
+        uint32_t left = 0;
+        LMRT_RETURN_IF_ERROR(engine->engine->step(&left));
+        if (n_unfinished != nullptr) *n_unfinished = left;
         return Status::Ok();
       },
-      [&](const std::string& m) { engine->last_error = m; });
+      [&](const std::string& m) { engine->errors.set(m); });
 }
 
 lmrt_status lmrt_engine_run(lmrt_engine* engine) {
   if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  engine->last_error.clear();
+  engine->errors.clear();
   return guarded([&]() -> Status { return engine->engine->run(); },
-                 [&](const std::string& m) { engine->last_error = m; });
+                 [&](const std::string& m) { engine->errors.set(m); });
 }
 
 lmrt_status lmrt_engine_result(lmrt_engine* engine, uint64_t request_id, lmrt_generate_result* result) {
   if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  engine->last_error.clear();
+  engine->errors.clear();
   return guarded(
       [&]() -> Status {
         if (result == nullptr || result->struct_size < sizeof(uint32_t))
           return lmrt::Error(Code::invalid_argument, "result is NULL or its struct_size is not set");
-        const lmrt::GenerateResult* g = engine->engine->result(request_id);
-        if (g == nullptr) return lmrt::Error(Code::invalid_argument, "no request " + std::to_string(request_id));
-        lmrt_generate_result full{};
-        full.struct_size = sizeof full;
-        full.finish_reason = static_cast<lmrt_finish_reason>(g->finish_reason);
-        full.prompt_tokens = g->prompt_tokens;
-        full.completion_tokens = static_cast<uint32_t>(g->tokens.size());
-        full.text = g->text.c_str();
-        full.text_len = g->text.size();
-        full.tokens = g->tokens.data();
-        full.load_ms = engine->ctx->model->load_ms;
-        full.prefill_ms = g->timings.prefill_ms;
-        full.decode_ms = g->timings.decode_ms;
-        full.ttft_ms = g->timings.ttft_ms;
-        full.prefill_tokens_per_s = g->timings.prefill_tokens_per_s;
-        full.decode_tokens_per_s = g->timings.decode_tokens_per_s;
-        full.logprobs =
-            g->logprobs.empty() ? nullptr : reinterpret_cast<const lmrt_token_logprobs*>(g->logprobs.data());
-        write_prefix(full, result);
-        return engine->engine->request_status(request_id);
+        return engine->engine->with_engine([&](lmrt::BatchEngine& be) -> Status {
+          const lmrt::GenerateResult* g = be.result(request_id);
+          if (g == nullptr) return lmrt::Error(Code::invalid_argument, "no request " + std::to_string(request_id));
+          lmrt_generate_result full{};
+          full.struct_size = sizeof full;
+          full.finish_reason = static_cast<lmrt_finish_reason>(g->finish_reason);
+          full.prompt_tokens = g->prompt_tokens;
+          full.completion_tokens = static_cast<uint32_t>(g->tokens.size());
+          full.text = g->text.c_str();
+          full.text_len = g->text.size();
+          full.tokens = g->tokens.data();
+          full.load_ms = engine->ctx->model->load_ms;
+          full.prefill_ms = g->timings.prefill_ms;
+          full.decode_ms = g->timings.decode_ms;
+          full.ttft_ms = g->timings.ttft_ms;
+          full.prefill_tokens_per_s = g->timings.prefill_tokens_per_s;
+          full.decode_tokens_per_s = g->timings.decode_tokens_per_s;
+          full.logprobs =
+              g->logprobs.empty() ? nullptr : reinterpret_cast<const lmrt_token_logprobs*>(g->logprobs.data());
+          write_prefix(full, result);
+          return be.request_status(request_id);
+        });
       },
-      [&](const std::string& m) { engine->last_error = m; });
+      [&](const std::string& m) { engine->errors.set(m); });
 }
 
 lmrt_status lmrt_engine_release(lmrt_engine* engine, uint64_t request_id) {
   if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
-  engine->last_error.clear();
+  engine->errors.clear();
   return guarded([&]() -> Status { return engine->engine->release(request_id); },
-                 [&](const std::string& m) { engine->last_error = m; });
+                 [&](const std::string& m) { engine->errors.set(m); });
+}
+
+lmrt_status lmrt_engine_start(lmrt_engine* engine) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->errors.clear();
+  return guarded([&]() -> Status { return engine->engine->start(); },
+                 [&](const std::string& m) { engine->errors.set(m); });
+}
+
+lmrt_status lmrt_engine_stop(lmrt_engine* engine) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->errors.clear();
+  return guarded([&]() -> Status { return engine->engine->stop(); },
+                 [&](const std::string& m) { engine->errors.set(m); });
+}
+
+lmrt_status lmrt_engine_wait(lmrt_engine* engine, uint64_t request_id, int64_t timeout_ms, int* finished) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->errors.clear();
+  return guarded(
+      [&]() -> Status {
+        if (finished == nullptr) return lmrt::Error(Code::invalid_argument, "finished must not be NULL");
+        *finished = 0;
+        bool done = false;
+        LMRT_RETURN_IF_ERROR(engine->engine->wait(request_id, timeout_ms, &done));
+        *finished = done ? 1 : 0;
+        return Status::Ok();
+      },
+      [&](const std::string& m) { engine->errors.set(m); });
+}
+
+lmrt_status lmrt_engine_get_stats(lmrt_engine* engine, lmrt_engine_stats* stats) {
+  if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->errors.clear();
+  return guarded(
+      [&]() -> Status {
+        if (stats == nullptr || stats->struct_size < sizeof(uint32_t))
+          return lmrt::Error(Code::invalid_argument, "stats is NULL or its struct_size is not set");
+        lmrt_engine_stats full{};
+        full.struct_size = sizeof full;
+        full.started = engine->engine->started() ? 1 : 0;
+        LMRT_RETURN_IF_ERROR(engine->engine->with_engine([&](lmrt::BatchEngine& be) {
+          const lmrt::KvSequences& kv = be.sequences();
+          full.n_queued = be.n_queued();
+          full.n_running = be.n_running();
+          full.max_sequences = kv.max_sequences();
+          full.n_cells = kv.n_cells();
+          full.n_cells_used = kv.n_cells() - kv.n_free_cells();
+          return Status::Ok();
+        }));
+        write_prefix(full, stats);
+        return Status::Ok();
+      },
+      [&](const std::string& m) { engine->errors.set(m); });
 }
 
 }  // extern "C"

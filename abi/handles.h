@@ -12,6 +12,7 @@
 #include "lmrt/lmrt_plugin.h"
 #include "runtime/cache/response_cache.h"
 #include "runtime/engine/batch_engine.h"
+#include "runtime/engine/engine_thread.h"
 #include "runtime/generate/beam_search.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
@@ -116,6 +117,6 @@ struct lmrt_context {
 // A batch engine on a context.
 struct lmrt_engine {
   lmrt_context* ctx = nullptr;
-  std::unique_ptr<lmrt::BatchEngine> engine;
-  std::string last_error;
+  std::unique_ptr<lmrt::EngineThread> engine;  // the BatchEngine, its lock and its own thread
+  lmrt::abi::PerThreadError errors;            // the engine is shared by threads
 };

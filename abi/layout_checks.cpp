@@ -50,3 +50,4 @@ static_assert(sizeof(lmrt_cache_params) == 64 && offsetof(lmrt_cache_params, on_
               offsetof(lmrt_cache_params, prefix_min_tokens) == 56);
 static_assert(sizeof(lmrt_cache_stats) == 64 && offsetof(lmrt_cache_stats, bytes) == 56);
 static_assert(sizeof(lmrt_engine_params) == 12 && offsetof(lmrt_engine_params, prefill_chunk) == 8);
+static_assert(sizeof(lmrt_engine_stats) == 28 && offsetof(lmrt_engine_stats, started) == 24);

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 
+#include "batched_choices.h"
 #include "openai_format.h"
 #include "prompt_tokens.h"
 
@@ -37,8 +39,9 @@ int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Runs every choice of a request (prompts x n, sequentially on one context), reporting each piece
-// and each finished choice. Returns false when the consumer cancelled.
+// Runs every choice of a request (prompts x n: one after another on a context of its own, or all
+// at once as requests of the batch engine), reporting each piece and each finished choice. Returns
+// false when the consumer cancelled.
 struct ChoiceSink {
   std::function<bool()> should_stop;  // polled after every token
   std::function<bool(int index, const Piece& piece, size_t offset)> on_piece;
@@ -52,8 +55,8 @@ struct RunTotals {
   ChoiceResult failure;  // status != OK when a choice failed
 };
 
-bool run_all(lmrt_context* ctx, const ApiRequest& r, const std::vector<std::vector<int32_t>>& prompt_ids,
-             const ChoiceSink& sink, RunTotals* totals) {
+bool run_on_context(lmrt_context* ctx, const ApiRequest& r, const std::vector<std::vector<int32_t>>& prompt_ids,
+                    const ChoiceSink& sink, RunTotals* totals) {
   for (size_t p = 0; p < r.prompts.size(); ++p) {
     for (int j = 0; j < r.n; ++j) {
       const int index = static_cast<int>(p) * r.n + j;
@@ -83,6 +86,54 @@ bool run_all(lmrt_context* ctx, const ApiRequest& r, const std::vector<std::vect
     }
   }
   return true;
+}
+
+bool run_on_engine(lmrt_engine* engine, uint32_t n_ctx, const ApiRequest& r,
+                   const std::vector<std::vector<int32_t>>& prompt_ids, const ChoiceSink& sink, RunTotals* totals) {
+  std::vector<ChoiceTask> tasks;
+  std::vector<size_t> offsets;
+  for (size_t p = 0; p < r.prompts.size(); ++p) {
+    for (int j = 0; j < r.n; ++j) {
+      tasks.push_back(ChoiceTask{static_cast<int>(p) * r.n + j, &prompt_ids[p], static_cast<uint64_t>(j)});
+      offsets.push_back(r.echo ? r.prompts[p].size() : 0);
+    }
+  }
+  if (sink.should_stop()) return false;
+  BatchedRun run;
+  run.engine = engine;
+  run.n_ctx = n_ctx;
+  run.should_stop = sink.should_stop;
+  run.on_piece = [&](int index, const Piece& piece) {
+    if (!sink.on_piece || (piece.text.empty() && piece.logprobs.empty())) return true;
+    const bool alive = sink.on_piece(index, piece, offsets[index]);
+    offsets[index] += piece.text.size();
+    return alive;
+  };
+  bool cancelled = false;
+  run.on_done = [&](int index, ChoiceResult&& result) {
+    if (result.status != LMRT_OK) {
+      totals->failure = std::move(result);
+      return true;
+    }
+    if (sink.metrics != nullptr)
+      sink.metrics->record_choice(nullptr, result.prompt_tokens, result.reused_tokens, result.completion_tokens,
+                                  result.ttft_ms, result.decode_ms, 0);
+    if (result.finish == LMRT_FINISH_CANCELLED) return !(cancelled = true);
+    if (index % r.n == 0) totals->prompt_tokens += result.prompt_tokens;
+    totals->completion_tokens += result.completion_tokens;
+    return sink.on_done(index, result);
+  };
+  return run_batched_choices(run, tasks, r.sampling) && !cancelled;
+}
+
+bool run_all(const Lane& lane, uint32_t n_ctx, const ApiRequest& r, const std::vector<std::vector<int32_t>>& prompt_ids,
+             const ChoiceSink& sink, RunTotals* totals) {
+  if (lane.engine == nullptr) return run_on_context(lane.ctx, r, prompt_ids, sink, totals);
+  if (!r.sampling.context_shift) return run_on_engine(lane.engine, n_ctx, r, prompt_ids, sink, totals);
+  // Shifting drops the oldest half of a full context: the engine's sequences share one arena,
+  // where that is not defined, so these requests take turns on a context of their own.
+  std::lock_guard<std::mutex> lock(*lane.shift_mu);
+  return run_on_context(lane.shift_ctx, r, prompt_ids, sink, totals);
 }
 
 ApiError generation_error(const ChoiceResult& r) {
@@ -152,11 +203,18 @@ HttpResponse ApiServer::models() const {
 
 HttpResponse ApiServer::health() const {
   const ContextPool::Stats s = pool_->stats();
-  return json_response(json{{"status", "ok"},
-                            {"slots_idle", s.idle},
-                            {"slots_busy", s.busy},
-                            {"queued", s.queued},
-                            {"queue_limit", s.max_queue}});
+  json body{{"status", "ok"},
+            {"slots_idle", s.idle},
+            {"slots_busy", s.busy},
+            {"queued", s.queued},
+            {"queue_limit", s.max_queue}};
+  if (pool_->batched()) {
+    body["sequences_busy"] = s.sequences_busy;
+    body["sequences"] = s.sequences;
+    body["kv_cells_used"] = s.kv_cells_used;
+    body["kv_cells"] = s.kv_cells;
+  }
+  return json_response(body);
 }
 
 HttpResponse ApiServer::metrics() const {
@@ -164,9 +222,15 @@ HttpResponse ApiServer::metrics() const {
   MetricsGauges g;
   g.slots_busy = s.busy;
   g.slots_total = s.idle + s.busy;
-  g.queued = s.queued;
+  g.queued = s.queued + s.engine_queued;
   g.queue_limit = s.max_queue;
   g.kv_cells_total = uint64_t{facts_.n_ctx} * g.slots_total;
+  if (pool_->batched()) {  // the engine's own view: busy sequences and the shared arena's cells
+    g.slots_busy = s.sequences_busy;
+    g.slots_total = s.sequences;
+    g.kv_cells_used = s.kv_cells_used;
+    g.kv_cells_total = s.kv_cells;
+  }
   HttpResponse r;
   r.content_type = kMetricsContentType;
   r.body = metrics_->render(g);
@@ -287,6 +351,7 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
   const auto deadline = timeout_s_ == 0 ? std::chrono::steady_clock::time_point::max()
                                         : std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
   ContextPool* pool = pool_;
+  const uint32_t n_ctx = facts_.n_ctx;
   // Shared by both job kinds: why (if at all) the work must stop now.
   auto stop_cause = [exchange, deadline, pool]() {
     if (pool->cancelling()) return StopCause::kShutdown;
@@ -299,10 +364,10 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
 
   ContextPool::Job job;
   if (!request->stream) {
-    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s, metrics](lmrt_context* ctx,
-                                                                                                   bool abandon) {
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s, metrics, n_ctx](
+              const Lane& lane, bool abandon) {
       if (abandon) return exchange->answer(error_response(stop_error(StopCause::kShutdown, timeout_s)));
-      json choices = json::array();
+      std::vector<json> choices(request->prompts.size() * request->n);  // by index (the engine ends them in any order)
       StopCause cause = StopCause::kNone;
       ChoiceSink sink;
       sink.metrics = metrics;
@@ -317,24 +382,24 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
           std::vector<std::string> ids;
           for (size_t k = 0; k < reply.tool_calls.size(); ++k)
             ids.push_back(call_id(meta, index, k, request->tool_format));
-          choices.push_back(chat_choice_with_tools(index, reply, ids, finish, lp));
+          choices[index] = chat_choice_with_tools(index, reply, ids, finish, lp);
           return true;
         }
-        choices.push_back(ep == Endpoint::kChat ? chat_choice(index, text, finish, lp)
-                                                : completion_choice(index, text, finish, lp));
+        choices[index] =
+            ep == Endpoint::kChat ? chat_choice(index, text, finish, lp) : completion_choice(index, text, finish, lp);
         return true;
       };
       RunTotals totals;
-      if (!run_all(ctx, *request, *prompt_ids, sink, &totals))
+      if (!run_all(lane, n_ctx, *request, *prompt_ids, sink, &totals))
         return exchange->answer(error_response(stop_error(cause, timeout_s)));
       if (totals.failure.status != LMRT_OK) return exchange->answer(error_response(generation_error(totals.failure)));
-      exchange->answer(json_response(
-          full_response(ep, meta, choices, usage_object(totals.prompt_tokens, totals.completion_tokens))));
+      exchange->answer(json_response(full_response(ep, meta, json(std::move(choices)),
+                                                   usage_object(totals.prompt_tokens, totals.completion_tokens))));
     };
     out.kind = HttpOutcome::kLater;
   } else {
-    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s, metrics](lmrt_context* ctx,
-                                                                                                   bool abandon) {
+    job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s, metrics, n_ctx](
+              const Lane& lane, bool abandon) {
       auto send = [&](const std::string& payload) { return exchange->write("data: " + payload + "\n\n"); };
       auto finish_with = [&](const ApiError& e) {
         send(dump_json(error_object(e)));
@@ -394,7 +459,7 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
         return send(dump_json(chunk(ep, meta, index, nullptr, false, finish, nullptr)));
       };
       RunTotals totals;
-      if (!run_all(ctx, *request, *prompt_ids, sink, &totals)) {
+      if (!run_all(lane, n_ctx, *request, *prompt_ids, sink, &totals)) {
         if (cause == StopCause::kTimeout || cause == StopCause::kShutdown)
           return finish_with(stop_error(cause, timeout_s));
         return exchange->end();  // the client is gone
@@ -409,9 +474,9 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
     out.response.content_type = "text/event-stream";
     out.response.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
   }
-  if (!pool_->submit(std::move(job))) {
+  if (!pool->submit(std::move(job))) {
     out = HttpOutcome{};
-    if (pool_->stopping()) {
+    if (pool->stopping()) {
       out.response = error_response(stop_error(StopCause::kShutdown, timeout_s_));
       return out;
     }

@@ -1,5 +1,5 @@
 // The routes of the OpenAI-compatible API as an HttpServer handler: access checks, then quick
-// answers on the event loop and generations handed to the context pool's workers.
+// answers on the event loop and generations handed to the pool's workers.
 #pragma once
 
 #include <lmrt/lmrt.h>

@@ -18,13 +18,9 @@ struct CallbackState {
 int on_token(void* user, const lmrt_token_event* ev) {
   auto* st = static_cast<CallbackState*>(user);
   if (!*st->on_piece) return 0;
-  Piece piece;
-  piece.text.assign(ev->text, ev->text_len);
-  if (st->want_logprobs && ev->logprobs != nullptr)
-    for (uint32_t i = 0; i < ev->n_tokens; ++i) piece.logprobs.push_back(to_logprob(ev->logprobs[i]));
   // Exceptions must not cross the C library's frames.
   try {
-    return (*st->on_piece)(piece) ? 0 : 1;
+    return (*st->on_piece)(piece_from_event(*ev, st->want_logprobs)) ? 0 : 1;
   } catch (...) {
     return 1;
   }
@@ -32,8 +28,8 @@ int on_token(void* user, const lmrt_token_event* ev) {
 
 }  // namespace
 
-ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, const SamplingParams& p,
-                        uint64_t seed_offset, const std::function<bool(const Piece&)>& on_piece) {
+lmrt_generate_request make_choice_request(const std::vector<int32_t>& prompt, const SamplingParams& p,
+                                          uint64_t seed_offset, std::vector<const char*>* stops) {
   lmrt_generate_request req;
   lmrt_generate_request_init(&req);
   req.prompt_tokens = prompt.data();
@@ -54,24 +50,27 @@ ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, c
   req.frequency_penalty = p.frequency_penalty;
   req.n_logit_bias = static_cast<uint32_t>(p.logit_bias.size());
   req.logit_bias = p.logit_bias.empty() ? nullptr : p.logit_bias.data();
-  std::vector<const char*> stops;
-  for (const auto& s : p.stop) stops.push_back(s.c_str());
-  req.stop = stops.empty() ? nullptr : stops.data();
-  req.n_stop = stops.size();
+  stops->clear();
+  for (const auto& s : p.stop) stops->push_back(s.c_str());
+  req.stop = stops->empty() ? nullptr : stops->data();
+  req.n_stop = stops->size();
   req.logprobs = p.logprobs;
   req.context_shift = p.context_shift ? 1 : 0;
   req.grammar = p.grammar.empty() ? nullptr : p.grammar.c_str();
   req.json_schema = p.json_schema.empty() ? nullptr : p.json_schema.c_str();
+  return req;
+}
 
-  CallbackState state{&on_piece, p.logprobs >= 0};
-  lmrt_generate_result res;
-  res.struct_size = sizeof res;
+Piece piece_from_event(const lmrt_token_event& ev, bool want_logprobs) {
+  Piece piece;
+  piece.text.assign(ev.text, ev.text_len);
+  if (want_logprobs && ev.logprobs != nullptr)
+    for (uint32_t i = 0; i < ev.n_tokens; ++i) piece.logprobs.push_back(to_logprob(ev.logprobs[i]));
+  return piece;
+}
+
+ChoiceResult choice_from_result(const lmrt_generate_result& res) {
   ChoiceResult out;
-  out.status = lmrt_generate(ctx, &req, on_token, &state, &res);
-  if (out.status != LMRT_OK) {
-    out.error = lmrt_context_last_error(ctx);
-    return out;
-  }
   out.finish = res.finish_reason;
   out.text.assign(res.text, res.text_len);
   out.prompt_tokens = res.prompt_tokens;
@@ -83,6 +82,23 @@ ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, c
   if (res.logprobs != nullptr)
     for (uint32_t i = 0; i < res.completion_tokens; ++i) out.logprobs.push_back(to_logprob(res.logprobs[i]));
   return out;
+}
+
+ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, const SamplingParams& p,
+                        uint64_t seed_offset, const std::function<bool(const Piece&)>& on_piece) {
+  std::vector<const char*> stops;
+  const lmrt_generate_request req = make_choice_request(prompt, p, seed_offset, &stops);
+  CallbackState state{&on_piece, p.logprobs >= 0};
+  lmrt_generate_result res;
+  res.struct_size = sizeof res;
+  const lmrt_status st = lmrt_generate(ctx, &req, on_token, &state, &res);
+  if (st != LMRT_OK) {
+    ChoiceResult out;
+    out.status = st;
+    out.error = lmrt_context_last_error(ctx);
+    return out;
+  }
+  return choice_from_result(res);
 }
 
 const char* openai_finish_reason(lmrt_finish_reason r) {

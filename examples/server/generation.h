@@ -62,6 +62,15 @@ struct ChoiceResult {
   uint32_t kv_cells = 0;  // tokens the context holds afterwards
 };
 
+// The C request of one choice (seed_offset as for run_choice); *stops keeps the stop strings'
+// pointers, which the request points to.
+lmrt_generate_request make_choice_request(const std::vector<int32_t>& prompt, const SamplingParams& p,
+                                          uint64_t seed_offset, std::vector<const char*>* stops);
+// A streamed event as a Piece (its logprobs only when asked for).
+Piece piece_from_event(const lmrt_token_event& ev, bool want_logprobs);
+// A finished generation's result as a ChoiceResult (status LMRT_OK).
+ChoiceResult choice_from_result(const lmrt_generate_result& res);
+
 // Generates one choice. `seed_offset` is added to a given seed so that the n choices of one
 // request differ yet stay reproducible. on_piece (may be empty) returns false to cancel.
 ChoiceResult run_choice(lmrt_context* ctx, const std::vector<int32_t>& prompt, const SamplingParams& p,

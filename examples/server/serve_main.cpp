@@ -1,4 +1,4 @@
-// lmrt serve: load the model once, create --parallel contexts and answer the OpenAI-style API until
+// lmrt serve: load the model once, create the --parallel sequences (or contexts) and answer the OpenAI-style API until
 // SIGINT or SIGTERM.
 #include "serve_main.h"
 
@@ -128,18 +128,23 @@ int serve(ServeOptions opt) {
   info.struct_size = sizeof info;
   lmrt_model_get_info(h.model, &info);
 
+  // --parallel N: N sequences of one context whose batch engine decodes them in the same forward
+  // passes (continuous batching). The response cache works inside lmrt_generate on a context, so
+  // with --cache the server keeps N contexts of their own. Either way a request may hold --ctx-size
+  // cells: the shared arena has N x that many.
   lmrt_context_params cp;
   lmrt_context_params_init(&cp);
-  cp.n_ctx = opt.ctx_size;
+  cp.n_ctx = opt.ctx_size != 0 ? opt.ctx_size : info.n_ctx_train;
+  const bool batched = h.cache == nullptr;
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  cp.n_threads = opt.threads != 0 ? opt.threads : std::max(1u, cpus / opt.parallel);
+  cp.n_threads = opt.threads != 0 ? opt.threads : batched ? cpus : std::max(1u, cpus / opt.parallel);
   const size_t queue = opt.queue != 0 ? opt.queue : 4u * opt.parallel;
-  std::unique_ptr<ContextPool> pool = ContextPool::create(h.model, cp, opt.parallel, queue, h.cache, &why);
+  std::unique_ptr<ContextPool> pool = batched ? ContextPool::create_batched(h.model, cp, opt.parallel, queue, &why)
+                                              : ContextPool::create(h.model, cp, opt.parallel, queue, h.cache, &why);
   if (!pool) {
     fail("cannot create contexts: " + why);
     return 1;
   }
-
   ModelFacts facts{h.plugins, info.n_vocab, pool->n_ctx(), h.model, &*templates};
   facts.max_tokens_limit = opt.max_tokens_limit != 0 ? opt.max_tokens_limit : pool->n_ctx();
   ApiServer api(h.model, pool.get(), facts, opt.alias.empty() ? model_id_from_path(opt.model_path) : opt.alias, policy,
@@ -147,9 +152,11 @@ int serve(ServeOptions opt) {
   ready.store(&api, std::memory_order_release);
   std::fprintf(
       stderr,
-      "lmrt serve: %s on http://%s:%d (parallel %u, queue %zu, n_ctx %u, threads %u, chat template %s, tools %s%s)\n",
-      model_id_from_path(opt.model_path).c_str(), opt.host.c_str(), opt.port, opt.parallel, queue, pool->n_ctx(),
-      cp.n_threads, templates->name.c_str(), tool_call_format_name(templates->tool_format),
+      "lmrt serve: %s on http://%s:%d (parallel %u %s, queue %zu, n_ctx %u, threads %u, chat template %s, tools "
+      "%s%s)\n",
+      model_id_from_path(opt.model_path).c_str(), opt.host.c_str(), opt.port, opt.parallel,
+      batched ? "sequences batched in one context" : "contexts", queue, pool->n_ctx(), cp.n_threads,
+      templates->name.c_str(), tool_call_format_name(templates->tool_format),
       h.cache == nullptr           ? ""
       : opt.prefix_min_tokens != 0 ? ", cache and prefix states on"
                                    : ", cache on");

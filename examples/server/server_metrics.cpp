@@ -90,6 +90,7 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
       out += "lmrt_requests_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
     for (const auto& [ctx, cells] : kv_cells_) kv_used += cells;
   }
+  if (g.kv_cells_used) kv_used = *g.kv_cells_used;
   scalar(&out, "lmrt_generations_total", "Finished generations (each choice of a request counts once).", "counter",
          static_cast<double>(choices_.load()));
   scalar(&out, "lmrt_prompt_tokens_total", "Prompt tokens of finished generations.", "counter",
@@ -99,15 +100,18 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
          static_cast<double>(reused_tokens_.load()));
   scalar(&out, "lmrt_completion_tokens_total", "Generated tokens.", "counter",
          static_cast<double>(completion_tokens_.load()));
-  scalar(&out, "lmrt_queue_depth", "Requests waiting for a context.", "gauge", static_cast<double>(g.queued));
+  scalar(&out, "lmrt_queue_depth", "Requests (or choices) waiting for a context or a sequence.", "gauge",
+         static_cast<double>(g.queued));
   scalar(&out, "lmrt_queue_limit", "Requests that may wait before the server answers 429.", "gauge",
          static_cast<double>(g.queue_limit));
-  scalar(&out, "lmrt_slots_busy", "Contexts generating now.", "gauge", static_cast<double>(g.slots_busy));
-  scalar(&out, "lmrt_slots_total", "Contexts of the server (--parallel).", "gauge", static_cast<double>(g.slots_total));
+  scalar(&out, "lmrt_slots_busy", "Sequences (or contexts) generating now.", "gauge",
+         static_cast<double>(g.slots_busy));
+  scalar(&out, "lmrt_slots_total", "Sequences of the batch engine (or contexts) of the server (--parallel).", "gauge",
+         static_cast<double>(g.slots_total));
   scalar(&out, "lmrt_kv_cells_used",
-         "KV cells (token positions) the contexts hold, as each context's last generation left it.", "gauge",
-         static_cast<double>(kv_used));
-  scalar(&out, "lmrt_kv_cells_total", "KV cells of all contexts (n_ctx x contexts).", "gauge",
+         "KV cells (token positions) held: the shared arena's now, or as each context's last generation left it.",
+         "gauge", static_cast<double>(kv_used));
+  scalar(&out, "lmrt_kv_cells_total", "KV cells of the shared arena or of all contexts (n_ctx x --parallel).", "gauge",
          static_cast<double>(g.kv_cells_total));
   ttft_.write(&out, "lmrt_time_to_first_token_seconds",
               "From the start of a generation (prompt prefill included, queue wait not) to its first token.");

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace server {
@@ -35,6 +36,7 @@ class LatencyHistogram {
 struct MetricsGauges {
   size_t slots_busy = 0, slots_total = 0, queued = 0, queue_limit = 0;
   uint64_t kv_cells_total = 0;
+  std::optional<uint64_t> kv_cells_used;  // the batch engine's arena; else what the contexts' last choices left
 };
 
 class ServerMetrics {

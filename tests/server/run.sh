@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration test of `lmrt serve`: tests/server/run.sh [BUILD_DIR] (default build): the API
 # (server_test.py), hostile clients (hostile_test.py), /metrics and /health readiness
-# (metrics_test.py), then a load and soak run (soak_test.py).
+# (metrics_test.py), continuous batching (batching_test.py), then a load and soak run (soak_test.py).
 # Needs python3, and node + npm for the openai client check (it installs `openai` into a temporary
 # folder from the npm registry; pass --skip-npm to leave that out).
 set -euo pipefail
@@ -19,5 +19,6 @@ fi
 timeout 600 python3 "$here/server_test.py" "$binary" "$model" "$@"
 timeout 300 python3 "$here/hostile_test.py" "$binary" "$model"
 timeout 120 python3 "$here/metrics_test.py" "$binary" "$model"
+timeout 300 python3 "$here/batching_test.py" "$binary" "$model"
 # The soak run: LMRT_SOAK_SECONDS (default 30) of mixed traffic, then leak and health checks.
 exec timeout 300 python3 "$here/soak_test.py" "$binary" "$model"

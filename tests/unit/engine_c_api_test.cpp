@@ -1,13 +1,19 @@
 // The batch engine through lmrt.h: several requests with their own sampler chains, stop strings,
 // logprobs and callbacks, stepped together on one context, each get exactly what lmrt_generate
 // gives them alone on a fresh context; cancelling one (from its callback or by id) leaves the others
-// as they were; bad input is refused with a status and a message. Runs under ThreadSanitizer (CApi.*).
+// as they were; bad input is refused with a status and a message. The engine on its own thread:
+// requests submitted, waited for and cancelled from many threads get the same tokens, a stopped
+// engine keeps its requests, misuse is refused. Runs under ThreadSanitizer (CApi.*).
 #include <gtest/gtest.h>
 #include <lmrt/lmrt.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "c_api_fixture.h"
@@ -237,6 +243,222 @@ TEST(CApi, EngineRefusesBadInput) {
   EXPECT_EQ(res.finish_reason, LMRT_FINISH_NONE);
   EXPECT_EQ(lmrt_engine_step(nullptr, nullptr), LMRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(lmrt_engine_free(nullptr), LMRT_OK);
+}
+
+// The result of a finished request, through lmrt_engine_result.
+Outcome finished_result(lmrt_engine* e, uint64_t id, Outcome o) {
+  lmrt_generate_result res{};
+  res.struct_size = sizeof res;
+  EXPECT_EQ(lmrt_engine_result(e, id, &res), LMRT_OK) << lmrt_engine_last_error(e);
+  take_result(res, &o);
+  return o;
+}
+
+TEST(CApi, EngineThreadServesManySubmittingThreads) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  std::vector<Outcome> expected;
+  for (const Case& c : kCases) expected.push_back(alone(m.get(), c));
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 512);
+  EnginePtr engine = make_engine(ctx.get(), 3);  // fewer sequences than requests: some queue
+  ASSERT_EQ(lmrt_engine_start(engine.get()), LMRT_OK);
+  constexpr int kThreads = 4, kPerThread = 2;
+  std::vector<std::vector<Outcome>> got(kThreads, std::vector<Outcome>(kPerThread));
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kThreads; ++t) {
+    clients.emplace_back([&, t] {
+      std::vector<uint64_t> ids;
+      for (int k = 0; k < kPerThread; ++k) {
+        const char* stop = nullptr;
+        const lmrt_generate_request r = request_for(kCases[(t + k) % std::size(kCases)], &stop);
+        uint64_t id = 0;
+        EXPECT_EQ(lmrt_engine_submit(engine.get(), &r, collect, &got[t][k], &id), LMRT_OK)
+            << lmrt_engine_last_error(engine.get());
+        ids.push_back(id);
+      }
+      for (int k = 0; k < kPerThread; ++k) {
+        int finished = 0;
+        EXPECT_EQ(lmrt_engine_wait(engine.get(), ids[k], -1, &finished), LMRT_OK);
+        EXPECT_EQ(finished, 1);
+        got[t][k] = finished_result(engine.get(), ids[k], std::move(got[t][k]));
+        EXPECT_EQ(lmrt_engine_release(engine.get(), ids[k]), LMRT_OK);
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int k = 0; k < kPerThread; ++k) {
+      SCOPED_TRACE("thread " + std::to_string(t) + " request " + std::to_string(k));
+      const Outcome& want = expected[(t + k) % std::size(kCases)];
+      EXPECT_EQ(got[t][k].tokens, want.tokens);
+      EXPECT_EQ(got[t][k].text, want.text);
+      EXPECT_EQ(got[t][k].streamed, want.streamed);
+      EXPECT_EQ(got[t][k].finish, want.finish);
+    }
+  }
+  lmrt_engine_stats st{};
+  st.struct_size = sizeof st;
+  ASSERT_EQ(lmrt_engine_get_stats(engine.get(), &st), LMRT_OK);
+  EXPECT_EQ(st.n_queued + st.n_running, 0u);
+  EXPECT_EQ(st.n_cells_used, 0u);
+  EXPECT_EQ(st.n_cells, 512u);
+  EXPECT_EQ(st.max_sequences, 3u);
+  EXPECT_EQ(st.started, 1u);
+  // Idle, the engine's thread sleeps: the process spends (almost) no CPU time while nothing runs.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::clock_t c0 = std::clock();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(double(std::clock() - c0) / CLOCKS_PER_SEC, 0.1);
+  ASSERT_EQ(lmrt_engine_stop(engine.get()), LMRT_OK);
+}
+
+// Counts the pieces a request streamed (on the engine's thread) for another thread to watch.
+// Its callback takes 2 ms a piece, so that the other thread acts while the request is far from done.
+struct Watched {
+  Outcome out;
+  std::atomic<int> pieces{0};
+};
+
+int watch(void* user, const lmrt_token_event* ev) {
+  auto* w = static_cast<Watched*>(user);
+  (void)collect(&w->out, ev);
+  w->pieces.fetch_add(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return 0;
+}
+
+void wait_for_pieces(const Watched& w, int n) {
+  while (w.pieces.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(CApi, EngineThreadCancelFromAnotherThread) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  Case long_case = kCases[2];
+  long_case.max_tokens = 200;
+  const Outcome alone_long = alone(m.get(), long_case), alone_short = alone(m.get(), kCases[1]);
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 512);
+  EnginePtr engine = make_engine(ctx.get(), 2);
+  ASSERT_EQ(lmrt_engine_start(engine.get()), LMRT_OK);
+  const char* stop = nullptr;
+  const lmrt_generate_request rl = request_for(long_case, &stop), rs = request_for(kCases[1], &stop);
+  Watched victim, other;
+  uint64_t iv = 0, io = 0;
+  ASSERT_EQ(lmrt_engine_submit(engine.get(), &rl, watch, &victim, &iv), LMRT_OK);
+  ASSERT_EQ(lmrt_engine_submit(engine.get(), &rs, watch, &other, &io), LMRT_OK);
+  std::thread canceller([&] {
+    wait_for_pieces(victim, 3);
+    EXPECT_EQ(lmrt_engine_cancel(engine.get(), iv), LMRT_OK);
+  });
+  int finished = 0;
+  ASSERT_EQ(lmrt_engine_wait(engine.get(), iv, -1, &finished), LMRT_OK);
+  EXPECT_EQ(finished, 1);
+  canceller.join();
+  ASSERT_EQ(lmrt_engine_wait(engine.get(), io, -1, &finished), LMRT_OK);
+  EXPECT_EQ(finished, 1);
+  const Outcome v = finished_result(engine.get(), iv, Outcome{}), o = finished_result(engine.get(), io, Outcome{});
+  EXPECT_EQ(v.finish, LMRT_FINISH_CANCELLED);
+  EXPECT_GE(v.tokens.size(), 3u);
+  ASSERT_LT(v.tokens.size(), alone_long.tokens.size());
+  EXPECT_TRUE(std::equal(v.tokens.begin(), v.tokens.end(), alone_long.tokens.begin()));
+  EXPECT_EQ(o.tokens, alone_short.tokens);  // the other request did not notice
+  ASSERT_EQ(lmrt_engine_stop(engine.get()), LMRT_OK);
+}
+
+// A callback that tries what callbacks must not do and records the answers.
+struct Misbehaving {
+  Outcome out;
+  lmrt_engine* engine = nullptr;
+  lmrt_status result_status = LMRT_OK, stop_status = LMRT_OK;
+  std::string message;
+};
+
+int misbehave(void* user, const lmrt_token_event* ev) {
+  auto* m = static_cast<Misbehaving*>(user);
+  (void)collect(&m->out, ev);
+  if (m->out.pieces == 1) {
+    lmrt_generate_result res{};
+    res.struct_size = sizeof res;
+    m->result_status = lmrt_engine_result(m->engine, 1, &res);
+    m->message = lmrt_engine_last_error(m->engine);
+    m->stop_status = lmrt_engine_stop(m->engine);
+  }
+  return 0;
+}
+
+TEST(CApi, EngineThreadStopKeepsRequestsAndRefusesMisuse) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  std::vector<Outcome> expected;
+  for (const Case& c : kCases) expected.push_back(alone(m.get(), c));
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 512);
+  lmrt_engine* e = nullptr;
+  {
+    EnginePtr owned = make_engine(ctx.get(), 2);
+    e = owned.release();
+  }
+  int finished = 0;
+  EXPECT_EQ(lmrt_engine_wait(e, 42, 0, &finished), LMRT_ERR_INVALID_ARGUMENT);  // unknown id
+  ASSERT_EQ(lmrt_engine_start(e), LMRT_OK);
+  EXPECT_EQ(lmrt_engine_start(e), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_engine_last_error(e)).find("already started"), std::string::npos);
+  EXPECT_EQ(lmrt_engine_step(e, nullptr), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_engine_last_error(e)).find("stop it first"), std::string::npos);
+  EXPECT_EQ(lmrt_engine_run(e), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(lmrt_engine_free(e), LMRT_ERR_INVALID_ARGUMENT);  // still running: nothing freed
+  EXPECT_NE(std::string(lmrt_engine_last_error(e)).find("lmrt_engine_stop"), std::string::npos);
+  EXPECT_EQ(lmrt_engine_wait(e, 1, 0, nullptr), LMRT_ERR_INVALID_ARGUMENT);
+
+  Misbehaving first;
+  first.engine = e;
+  std::vector<Watched> rest(std::size(kCases) - 1);
+  std::vector<uint64_t> ids;
+  const char* stops[std::size(kCases)] = {};
+  for (size_t i = 0; i < std::size(kCases); ++i) {
+    const lmrt_generate_request r = request_for(kCases[i], &stops[i]);
+    uint64_t id = 0;
+    ASSERT_EQ(i == 0 ? lmrt_engine_submit(e, &r, misbehave, &first, &id)
+                     : lmrt_engine_submit(e, &r, watch, &rest[i - 1], &id),
+              LMRT_OK);
+    ids.push_back(id);
+  }
+  ASSERT_EQ(ids[0], 1u);
+  wait_for_pieces(rest[0], 2);  // requests in flight
+  ASSERT_EQ(lmrt_engine_stop(e), LMRT_OK);
+  EXPECT_EQ(lmrt_engine_stop(e), LMRT_OK);  // stopping a stopped engine does nothing
+  lmrt_engine_stats st{};
+  st.struct_size = sizeof st;
+  ASSERT_EQ(lmrt_engine_get_stats(e, &st), LMRT_OK);
+  EXPECT_EQ(st.started, 0u);
+  EXPECT_GT(st.n_queued + st.n_running, 0u);  // the third cannot have finished yet: it had no sequence
+  EXPECT_LE(st.n_running, 2u);
+  EXPECT_EQ(lmrt_engine_wait(e, ids[2], -1, &finished), LMRT_OK);  // stopped: at once
+  EXPECT_EQ(finished, 0);
+  // The callback's misuse was refused with a message, and did not stop the engine from inside.
+  EXPECT_EQ(first.result_status, LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(first.stop_status, LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(first.message.find("callback"), std::string::npos) << first.message;
+  // The caller's thread goes on where the engine's stopped: the same tokens as alone.
+  ASSERT_EQ(lmrt_engine_run(e), LMRT_OK) << lmrt_engine_last_error(e);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const Outcome got = finished_result(e, ids[i], Outcome{});
+    EXPECT_EQ(got.tokens, expected[i].tokens);
+    EXPECT_EQ(got.finish, expected[i].finish);
+    EXPECT_EQ(i == 0 ? first.out.streamed : rest[i - 1].out.streamed, expected[i].streamed);
+  }
+  // Started again with work left over, then stopped with it in flight: free after stop is clean.
+  const char* stop = nullptr;
+  Case long_case = kCases[2];
+  long_case.max_tokens = 200;
+  const lmrt_generate_request r = request_for(long_case, &stop);
+  Watched last;
+  uint64_t il = 0;
+  ASSERT_EQ(lmrt_engine_submit(e, &r, watch, &last, &il), LMRT_OK);
+  ASSERT_EQ(lmrt_engine_start(e), LMRT_OK);
+  wait_for_pieces(last, 1);
+  ASSERT_EQ(lmrt_engine_stop(e), LMRT_OK);
+  EXPECT_EQ(lmrt_engine_free(e), LMRT_OK);
 }
 
 }  // namespace

@@ -839,9 +839,14 @@ LMRT_API lmrt_status lmrt_json_schema_to_grammar(const char* schema_json, char* 
  * tokens lmrt_generate gives it alone on a fresh context. A request that needs a KV cell when the
  * arena has none left finishes with LMRT_FINISH_CONTEXT_FULL; the others go on.
  *
- * Threads: one thread at a time uses an engine (its context is the engine's while the engine lives:
- * do not use it otherwise). Callbacks run on the thread that calls lmrt_engine_step/_run and may call
- * lmrt_engine_cancel, nothing else of the engine. */
+ * Threads: the engine steps either on the caller's thread (lmrt_engine_step/_run) or on a thread of
+ * its own (lmrt_engine_start until lmrt_engine_stop), which sleeps while no request is left. Every
+ * lmrt_engine_* function but _create and _free may be called from any thread at any time: the
+ * engine serialises them with a lock that a running step holds, so a call waits at most for the
+ * step under way. Callbacks run on the stepping thread with that lock held and may call
+ * lmrt_engine_cancel, nothing else of the engine (the others return INVALID_ARGUMENT from a
+ * callback). lmrt_engine_last_error is kept per calling thread. The context is the engine's while
+ * the engine lives: do not use it otherwise. */
 typedef struct lmrt_engine lmrt_engine;
 
 typedef struct lmrt_engine_params {
@@ -862,7 +867,8 @@ static inline lmrt_status lmrt_engine_params_init(lmrt_engine_params* params) { 
 LMRT_API lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* params, lmrt_engine** out_engine,
                                         char* err, size_t err_size);
 /* Frees an engine and every request it holds (finished or not; their callbacks are not called).
- * NULL is a no-op. Always returns LMRT_OK. */
+ * NULL is a no-op. Error: INVALID_ARGUMENT while the engine's thread runs (lmrt_engine_stop it
+ * first; the engine is left as it was). */
 LMRT_API lmrt_status lmrt_engine_free(lmrt_engine* engine);
 /* The message of the last failed call on engine ("" if none or engine is NULL). */
 LMRT_API const char* lmrt_engine_last_error(const lmrt_engine* engine);
@@ -889,12 +895,44 @@ LMRT_API lmrt_status lmrt_engine_run(lmrt_engine* engine);
 /* A request's result so far (finish_reason LMRT_FINISH_NONE while it runs): text, tokens, logprobs,
  * usage and timings (ttft_ms counts from lmrt_engine_submit; n_past is 0, there are no beams and no
  * cache). The pointers are owned by the engine, valid until the request is released or the engine
- * freed, and change while the request runs. result->struct_size must be set. Returns the request's
+ * freed, and change while the request runs: while the engine's own thread runs, read them only once
+ * the request has finished (lmrt_engine_wait). result->struct_size
+ * must be set. Returns the request's
  * own error (with its message) when it finished with LMRT_FINISH_ERROR, the result filled all the
  * same. Errors: INVALID_ARGUMENT (unknown id). */
 LMRT_API lmrt_status lmrt_engine_result(lmrt_engine* engine, uint64_t request_id, lmrt_generate_result* result);
 /* Forgets a finished request and its result. Errors: INVALID_ARGUMENT (unknown id, not finished). */
 LMRT_API lmrt_status lmrt_engine_release(lmrt_engine* engine, uint64_t request_id);
+
+/* Starts the engine's own thread: it steps while requests are queued or running and sleeps (no busy
+ * wait) while none is, waking at the next submit. lmrt_engine_step/_run are refused until
+ * lmrt_engine_stop. Errors: INVALID_ARGUMENT (already started, called from a callback). */
+LMRT_API lmrt_status lmrt_engine_start(lmrt_engine* engine);
+/* Stops the engine's thread after the step under way and waits for it to end. Requests keep their
+ * state (queued, half-generated or finished): a later lmrt_engine_start or lmrt_engine_step goes on
+ * with them, lmrt_engine_free drops them. Stopping a stopped engine does nothing. Errors:
+ * INVALID_ARGUMENT (called from a callback); the failure that stopped the thread by itself, if any
+ * (INTERNAL, OUT_OF_MEMORY: the step's status, with its message). */
+LMRT_API lmrt_status lmrt_engine_stop(lmrt_engine* engine);
+/* Waits until request_id has finished (*finished = 1), timeout_ms milliseconds have passed (a
+ * negative timeout_ms waits without limit) or the engine's thread stopped (*finished = 0); on an
+ * engine that is not started it returns at once. Errors: INVALID_ARGUMENT (unknown id, NULL
+ * finished, called from a callback). */
+LMRT_API lmrt_status lmrt_engine_wait(lmrt_engine* engine, uint64_t request_id, int64_t timeout_ms, int* finished);
+
+/* What an engine holds at one moment (for a server's metrics). */
+typedef struct lmrt_engine_stats {
+  uint32_t struct_size;
+  uint32_t n_queued;      /* requests waiting for a sequence */
+  uint32_t n_running;     /* requests prefilling or decoding (busy sequences) */
+  uint32_t max_sequences; /* the engine's lmrt_engine_params.max_sequences */
+  uint32_t n_cells;       /* KV cells of the arena */
+  uint32_t n_cells_used;  /* cells held by the running requests */
+  uint32_t started;      /* 1 while the engine's own thread runs */
+} lmrt_engine_stats;
+/* Fills *stats (stats->struct_size must be set). Errors: INVALID_ARGUMENT (NULL, struct_size not
+ * set, called from a callback). */
+LMRT_API lmrt_status lmrt_engine_get_stats(lmrt_engine* engine, lmrt_engine_stats* stats);
 
 #ifdef __cplusplus
 }

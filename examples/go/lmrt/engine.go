@@ -14,12 +14,15 @@ import (
 	"context"
 	"runtime/cgo"
 	"sync"
+	"time"
 	"unsafe"
 )
 
 // Engine runs many greedy requests together on one context (lmrt_engine_*): every step is one
 // forward pass over the next token of each, and each gets the tokens Generate gives it alone. The
 // context is the engine's while it is open: do not use it otherwise. Methods serialize themselves.
+// Start runs the steps on a thread of the engine's own (then onText runs there, and must not call
+// the Engine's methods); Wait blocks until one request has finished.
 type Engine struct {
 	mu      sync.Mutex
 	ctx     *Context
@@ -149,14 +152,65 @@ func (e *Engine) Release(id uint64) error {
 	return nil
 }
 
-// Close frees the engine and its requests; the context is free for other use again. Closing
-// twice is a no-op.
+// Start runs the engine on a thread of its own (lmrt_engine_start): it steps while requests are
+// queued or running and sleeps otherwise. Submit, Cancel, Wait, Result and Release may be called
+// from any goroutine meanwhile; Step and Run are refused until Stop.
+func (e *Engine) Start() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return ErrClosed
+	}
+	if s := C.lmrt_engine_start(e.raw); s != C.LMRT_OK {
+		return e.lastError(s)
+	}
+	return nil
+}
+
+// Stop ends the engine's thread after the step under way; requests keep their state (Start or
+// Run goes on with them).
+func (e *Engine) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return ErrClosed
+	}
+	if s := C.lmrt_engine_stop(e.raw); s != C.LMRT_OK {
+		return e.lastError(s)
+	}
+	return nil
+}
+
+// Wait blocks until request id has finished (true), timeout has passed (a negative timeout waits
+// without limit) or the engine's thread stopped (false). It holds no lock of the Engine meanwhile,
+// so other goroutines go on submitting; do not Close the Engine while a Wait runs.
+func (e *Engine) Wait(id uint64, timeout time.Duration) (bool, error) {
+	e.mu.Lock()
+	raw := e.raw
+	e.mu.Unlock()
+	if raw == nil {
+		return false, ErrClosed
+	}
+	ms := int64(-1)
+	if timeout >= 0 {
+		ms = timeout.Milliseconds()
+	}
+	var finished C.int
+	if s := C.lmrt_engine_wait(raw, C.uint64_t(id), C.int64_t(ms), &finished); s != C.LMRT_OK {
+		return false, &Error{Status(s), C.GoString(C.lmrt_engine_last_error(raw))}
+	}
+	return finished != 0, nil
+}
+
+// Close stops the engine's thread if it runs and frees the engine and its requests; the context
+// is free for other use again. Closing twice is a no-op.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.raw == nil {
 		return nil
 	}
+	C.lmrt_engine_stop(e.raw)
 	C.lmrt_engine_free(e.raw)
 	e.raw = nil
 	for _, h := range e.handles {

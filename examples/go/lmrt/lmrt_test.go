@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // modelPath is $LMRT_MODEL, a GGUF file (scripts/test-examples.sh sets TinyStories-656K-Q8_0).
@@ -236,5 +237,79 @@ func TestAnEngineGivesEveryRequestTheTokensItGetsAlone(t *testing.T) {
 	var le *Error
 	if err := e.Cancel(9999); !errors.As(err, &le) || le.Status != InvalidArgument {
 		t.Fatalf("cancelling an unknown id: %v", err)
+	}
+}
+
+func TestAStartedEngineServesGoroutines(t *testing.T) {
+	m, err := Open(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prompts := []string{"Once upon a time", "The little dog", "Lily", "Tom"}
+	var alone []*Completion
+	for _, p := range prompts {
+		c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := c.Generate(context.Background(), p, 24, nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone = append(alone, done)
+	}
+	c, err := m.NewContext(ContextParams{NCtx: 512, NThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.NewEngine(2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var le *Error
+	if _, err := e.Step(); !errors.As(err, &le) || le.Status != InvalidArgument {
+		t.Fatalf("Step while started: %v", err)
+	}
+	got := make([]*Completion, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func(i int, p string) {
+			defer wg.Done()
+			id, err := e.Submit(context.Background(), p, 24, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if done, err := e.Wait(id, -1); err != nil || !done {
+				t.Errorf("wait %d: %v %v", i, done, err)
+				return
+			}
+			if got[i], err = e.Result(id); err != nil {
+				t.Error(err)
+			}
+			if err := e.Release(id); err != nil {
+				t.Error(err)
+			}
+		}(i, p)
+	}
+	wg.Wait()
+	for i := range prompts {
+		if got[i] == nil || got[i].Text != alone[i].Text || got[i].FinishReason != alone[i].FinishReason {
+			t.Fatalf("request %d: got %+v, alone %q", i, got[i], alone[i].Text)
+		}
+	}
+	if done, err := e.Wait(12345, 10*time.Millisecond); done || !errors.As(err, &le) || le.Status != InvalidArgument {
+		t.Fatalf("waiting for an unknown id: %v %v", done, err)
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }

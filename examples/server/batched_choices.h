@@ -1,0 +1,66 @@
+// Runs the choices of one API request as requests of the server's batch engine: they decode in the
+// same forward passes as every other client's. The engine's thread hands each piece to the
+// request's own thread through a bounded PieceHandoff and never waits for a client: when the
+// handoff is full, a piece joins the last one of its choice still waiting (the text only grows, the
+// entries do not). The request's thread writes to the client, notices a client that went away and
+// cancels its requests.
+#pragma once
+
+#include <lmrt/lmrt.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "generation.h"
+
+namespace server {
+
+class PieceHandoff {
+ public:
+  struct Entry {
+    int index;  // the choice
+    Piece piece;
+  };
+  explicit PieceHandoff(size_t capacity) : capacity_(capacity) {}
+
+  // From the engine's thread: never waits for the consumer.
+  void push(int index, Piece piece);
+  // Moves every waiting entry to *out (in order), waiting up to `wait` for the first. False when none.
+  bool take(std::vector<Entry>* out, std::chrono::milliseconds wait);
+  size_t size() const;
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<Entry> entries_;
+};
+
+// One choice to generate: its place among the request's choices, its prompt and seed offset.
+struct ChoiceTask {
+  int index;
+  const std::vector<int32_t>* prompt;
+  uint64_t seed_offset;
+};
+
+struct BatchedRun {
+  lmrt_engine* engine = nullptr;
+  uint32_t n_ctx = 0;                 // the cells one request may hold (prompt + generated), as a context of its own
+  std::function<bool()> should_stop;  // polled at least every few milliseconds
+  std::function<bool(int index, const Piece&)> on_piece;   // false: stop (the client is gone)
+  std::function<bool(int index, ChoiceResult&&)> on_done;  // a finished choice (status != OK: its failure)
+};
+
+// Submits every task and calls on_piece / on_done on the calling thread until all have finished.
+// Returns false when should_stop or a callback said stop: the unfinished choices are cancelled.
+// Every engine request is released before it returns, so no callback outlives it.
+bool run_batched_choices(const BatchedRun& run, const std::vector<ChoiceTask>& tasks, const SamplingParams& p);
+
+}  // namespace server

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""`lmrt serve --parallel N` runs N sequences of one context through the batch engine.
+
+Usage: batching_test.py LMRT_BINARY MODEL
+1. Two streams progress at the same time in one context (the arena of 2 x n_ctx cells, both
+   sequences busy at once, the pieces of each arrive while the other is running); with --parallel 1
+   the second stream starts only after the first ended.
+2. A client that goes away cancels its request: its sequence is free long before the generation
+   could have ended, and it generated far fewer tokens than asked.
+3. Seeded sampling (n = 2 included) and greedy requests sent at once to --parallel 4 give the
+   texts of --parallel 1 and of the contexts path (--cache: lmrt_generate on a context of its own).
+"""
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import server_test as st  # noqa: E402  (shared helpers: Server, request, stream, check)
+from server_test import check  # noqa: E402
+
+EOS_BAN = {"2": -100}  # the TinyStories models' </s>: generations run to max_tokens
+
+
+def timed_stream(port, body, out):
+    """Streams body; out gets (status, [(arrival time, text)], events)."""
+    import http.client
+    import json
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=st.TIMEOUT)
+    try:
+        conn.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        pieces, events = [], []
+        while True:
+            line = resp.readline()
+            if not line:
+                break
+            line = line.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            ev = json.loads(line[6:])
+            events.append(ev)
+            text = st.piece_text(ev["choices"][0]) if ev.get("choices") else ""
+            if text:
+                pieces.append((time.time(), text))
+        out.extend([resp.status, pieces, events])
+    finally:
+        conn.close()
+
+
+def two_streams(port, max_tokens):
+    """Starts stream A, waits for its first piece, starts stream B; returns both results and the most
+    sequences /health saw busy at once."""
+    a, b = [], []
+    body = lambda p: {"prompt": p, "max_tokens": max_tokens, "temperature": 0, "stream": True, "logit_bias": EOS_BAN}
+    ta = threading.Thread(target=timed_stream, args=(port, body("Once upon a time"), a))
+    ta.start()
+    most_busy = 0
+    deadline = time.time() + st.TIMEOUT
+    while time.time() < deadline and not (len(a) == 3 or st.health(port).get("slots_busy", 0) > 0):
+        time.sleep(0.002)
+    tb = threading.Thread(target=timed_stream, args=(port, body("The little dog"), b))
+    tb.start()
+    while ta.is_alive() or tb.is_alive():
+        most_busy = max(most_busy, st.health(port).get("sequences_busy", 0))
+        time.sleep(0.005)
+    ta.join()
+    tb.join()
+    return a, b, most_busy
+
+
+def test_concurrent_streams(binary, model):
+    print("two streams progress together in one context (--parallel 2), one after the other with --parallel 1")
+    srv = st.Server(binary, model, "--parallel", "2")
+    try:
+        p = srv.port
+        n_ctx = st.request(p, "GET", "/v1/models")[1]["data"][0]["context_length"]
+        h = st.health(p)
+        check(h.get("sequences") == 2 and h.get("kv_cells") == 2 * n_ctx,
+              f"one arena of 2 x {n_ctx} cells for 2 sequences ({h})")
+        max_tokens = n_ctx - 16
+        a, b, most_busy = two_streams(p, max_tokens)
+        check(a[0] == 200 and b[0] == 200 and len(a[1]) > 100 and len(b[1]) > 100, "both streams answered")
+        a_first, a_last = a[1][0][0], a[1][-1][0]
+        b_first, b_last = b[1][0][0], b[1][-1][0]
+        overlap = sum(1 for t, _ in a[1] if b_first <= t <= b_last)
+        check(b_first < a_last and overlap > 10,
+              f"B streamed while A was streaming ({overlap} pieces of A arrived during B)")
+        check(most_busy == 2, f"both sequences busy at once ({most_busy})")
+    finally:
+        check(srv.stop() == 0, "server stops cleanly")
+    srv = st.Server(binary, model, "--parallel", "1")
+    try:
+        a, b, _ = two_streams(srv.port, max_tokens)
+        check(a[0] == 200 and b[0] == 200 and len(a[1]) > 100 and len(b[1]) > 100, "both streams answered")
+        check(b[1][0][0] >= a[1][-1][0], "with --parallel 1, B's first piece came after A's last")
+    finally:
+        check(srv.stop() == 0, "server stops cleanly")
+
+
+def test_disconnect_cancels(binary, model):
+    print("a client that goes away cancels its request")
+    srv = st.Server(binary, model, "--parallel", "2", "--ctx-size", "8192", "--max-tokens-limit", "1000000")
+    try:
+        p = srv.port
+        import metrics_test as mt
+        _, _, text = mt.metrics(p, {})
+        before = mt.value(mt.parse_exposition(text)[0], "lmrt_completion_tokens_total")
+        asked = 8000
+        s = st.OpenStream(p, {"prompt": "Once upon a time", "max_tokens": asked, "temperature": 0, "stream": True,
+                              "logit_bias": EOS_BAN})
+        got = s.wait_for_data()
+        check(b"data: " in got, "the stream started")
+        check(st.health(p)["sequences_busy"] == 1, "its sequence is busy")
+        t0 = time.time()
+        s.close()
+        freed = st.wait_until(lambda: st.health(p)["sequences_busy"] == 0, 5)
+        check(freed, f"the sequence is free after the client left ({time.time() - t0:.3f} s)")
+        _, _, text = mt.metrics(p, {})
+        generated = mt.value(mt.parse_exposition(text)[0], "lmrt_completion_tokens_total") - before
+        check(0 < generated < asked / 2, f"it generated {generated:.0f} of the {asked} tokens asked for")
+        status, body, _ = st.request(p, "POST", "/v1/completions", {"prompt": "Hi", "max_tokens": 8, "temperature": 0})
+        check(status == 200, "the next request is served")
+    finally:
+        check(srv.stop() == 0, "server stops cleanly")
+
+
+BODIES = [
+    {"prompt": "The cat", "max_tokens": 24, "temperature": 0.9, "seed": 5, "n": 2},
+    {"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0},
+    {"prompt": "Lily wanted", "max_tokens": 32, "temperature": 0.8, "top_k": 20, "seed": 11, "stop": ["."]},
+    {"prompt": "The sun", "max_tokens": 30, "temperature": 1.0, "seed": 3, "logprobs": 2},
+    {"prompt": "A big dog", "max_tokens": 36, "temperature": 0.7, "seed": 99, "stream": True, "n": 2},
+]
+
+
+def answers(port, concurrently):
+    """{body index: ({choice: text}, {choice: finish})} for every body of BODIES."""
+    out = {}
+
+    def one(i):
+        body = BODIES[i]
+        if body.get("stream"):
+            status, events, _, _ = st.stream(port, "/v1/completions", body)
+            out[i] = st.stream_texts(events) if status == 200 else status
+        else:
+            status, resp, _ = st.request(port, "POST", "/v1/completions", body)
+            out[i] = ({c["index"]: c["text"] for c in resp["choices"]},
+                      {c["index"]: c["finish_reason"] for c in resp["choices"]}) if status == 200 else status
+    if concurrently:
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(BODIES))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    else:
+        for i in range(len(BODIES)):
+            one(i)
+    return out
+
+
+def test_same_outputs(binary, model):
+    print("seeded outputs: --parallel 4 (at once) == --parallel 1 == the contexts path (--cache)")
+    results = {}
+    tmp = tempfile.mkdtemp(prefix="lmrt-batching-")
+    try:
+        for name, args, concurrently in (("parallel 4", ["--parallel", "4"], True),
+                                          ("parallel 1", ["--parallel", "1"], False),
+                                          ("contexts", ["--parallel", "2", "--cache", os.path.join(tmp, "c.sqlite")],
+                                           True)):
+            srv = st.Server(binary, model, *args)
+            try:
+                results[name] = answers(srv.port, concurrently)
+            finally:
+                check(srv.stop() == 0, f"{name}: server stops cleanly")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ref = results["parallel 1"]
+    check(len(ref) == len(BODIES) and all(isinstance(v, tuple) for v in ref.values()), "every request answered")
+    check(ref[0][0][0] != ref[0][0][1], "the two seeded choices of a request differ")
+    for name in ("parallel 4", "contexts"):
+        for i in range(len(BODIES)):
+            check(results[name].get(i) == ref.get(i), f"{name}: request {i} as with --parallel 1")
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    binary, model = sys.argv[1], sys.argv[2]
+    t0 = time.time()
+    test_concurrent_streams(binary, model)
+    test_disconnect_cancels(binary, model)
+    test_same_outputs(binary, model)
+    print(f"{'FAILED' if st.FAILURES else 'PASSED'} in {time.time() - t0:.1f} s"
+          + (f": {len(st.FAILURES)} failures" if st.FAILURES else ""))
+    return 1 if st.FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
