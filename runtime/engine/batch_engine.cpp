@@ -16,7 +16,9 @@ SequencePool::Options pool_options(const EngineParams& p) {
   SequencePool::Options o;
   o.reuse = p.prefix_reuse;
   o.retained = p.retained_sequences;
-  o.wait_gain = p.prefill_chunk;  // waiting for a running prompt must spare at least a step of one's own
+  // Waiting for a running prompt costs no more steps than computing its tokens oneself (both go at
+  // most prefill_chunk a step), and computes them once.
+  o.wait_gain = 1;
   return o;
 }
 

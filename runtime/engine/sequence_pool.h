@@ -35,7 +35,7 @@ class SequencePool {
     bool reuse = true;         // false: every request starts from an empty sequence, none is kept
     uint32_t retained = 4;     // finished requests' sequences kept at most
     uint32_t min_shared = 16;  // shortest prefix worth forking
-    uint32_t wait_gain = 64;   // tokens a running prompt must add to a queued one's match to be waited for
+    uint32_t wait_gain = 1;    // tokens a running prompt must add to a queued one's match to be waited for
   };
 
   // `seqs` must offer the engine's live sequences plus options.retained ids.

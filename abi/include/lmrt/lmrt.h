@@ -852,7 +852,7 @@ typedef struct lmrt_engine_params {
    * arena holds (a running request's prompt and evaluated tokens, or a finished request's kept
    * below), sharing those cells rather than evaluating them again (result reused_tokens counts
    * them; the tokens are the same as without). A queued prompt waits while a running one is still
-   * computing at least prefill_chunk more of its prefix, so a shared system prompt is computed once. */
+   * computing more of its prefix, so a shared system prompt is computed once. */
   uint32_t prefix_reuse;
   /* Finished requests' sequences kept as cached prefixes, 0..16 (default 4); the least recently used
    * gives up its cells whenever a request needs them, so they never make a request wait or fail. */
