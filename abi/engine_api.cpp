@@ -30,7 +30,7 @@ int call_back(void* user, std::string_view text, const lmrt::GenerateResult& so_
 extern "C" {
 
 lmrt_status lmrt_engine_params_init_sized(lmrt_engine_params* params, size_t struct_size) {
-  lmrt_engine_params d{sizeof(lmrt_engine_params), 4, 64};
+  lmrt_engine_params d{sizeof(lmrt_engine_params), 4, 64, 1, 4};
   return init_sized(params, struct_size, d);
 }
 
@@ -47,6 +47,9 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
         lmrt::EngineParams ep;
         ep.max_sequences = p.max_sequences;
         ep.prefill_chunk = p.prefill_chunk;
+        if (p.prefix_reuse > 1) return lmrt::Error(Code::invalid_argument, "prefix_reuse must be 0 or 1");
+        ep.prefix_reuse = p.prefix_reuse != 0;
+        ep.retained_sequences = p.retained_sequences;
         auto e = std::make_unique<lmrt_engine>();
         e->ctx = ctx;
         std::unique_ptr<lmrt::BatchEngine> be;
@@ -141,6 +144,7 @@ lmrt_status lmrt_engine_result(lmrt_engine* engine, uint64_t request_id, lmrt_ge
           full.finish_reason = static_cast<lmrt_finish_reason>(g->finish_reason);
           full.prompt_tokens = g->prompt_tokens;
           full.completion_tokens = static_cast<uint32_t>(g->tokens.size());
+          full.reused_tokens = g->reused_tokens;
           full.text = g->text.c_str();
           full.text_len = g->text.size();
           full.tokens = g->tokens.data();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_prefix.h"
 #include "bench_prompt.h"
 #include "bench_sequences.h"
 #include "cli_common.h"
@@ -136,6 +137,8 @@ int write_synthetic(const cli::Args& args) {
 int cmd_bench(int argc, char** argv) {
   cli::Args args;
   std::string error;
+  // One option a line:
+  // clang-format off
   if (!cli::parse_args(argc, argv, 2,
                        {{"model", "m", true},
                         {"threads", "t", true},
@@ -154,8 +157,12 @@ int cmd_bench(int argc, char** argv) {
                         {"ffn", "", true},
                         {"vocab", "", true},
                         {"ctx", "", true},
-                        {"sequences", "", true}},
+                        {"sequences", "", true},
+                        {"chat-turns", "", true},
+                        {"shared-prefix", "", true},
+                        {"chunk", "", true}},
                        &args, &error)) {
+    // clang-format on
     cli::print_error("bench", error);
     return 2;
   }
@@ -183,11 +190,38 @@ int cmd_bench(int argc, char** argv) {
       at = comma + 1;
     }
   }
+  // --chat-turns N, --shared-prefix S [--sequences N]: prefix reuse in the engine, on against off.
+  PrefixBenchOptions po;
+  long long turns = 0, shared = 0, chunk = 64;
+  if ((args.has("chat-turns") && !cli::parse_int(args.get("chat-turns"), 1, 100, &turns)) ||
+      (args.has("shared-prefix") && !cli::parse_int(args.get("shared-prefix"), 1, 1 << 20, &shared)) ||
+      (args.has("chunk") && !cli::parse_int(args.get("chunk"), 1, 1 << 20, &chunk))) {
+    cli::print_error("bench", "--chat-turns must be in 1..100, --shared-prefix and --chunk positive");
+    return 2;
+  }
+  if (shared > 0 && counts.size() > 1) {
+    cli::print_error("bench", "--shared-prefix takes one --sequences count");
+    return 2;
+  }
+  po.threads = static_cast<uint32_t>(threads);
+  po.p = args.has("prompt") ? static_cast<uint32_t>(p) : 32;
+  po.g = args.has("gen") ? static_cast<uint32_t>(g) : 32;
+  po.reps = static_cast<uint32_t>(reps);
+  po.chunk = static_cast<uint32_t>(chunk);
+  po.turns = static_cast<uint32_t>(turns);
+  po.shared = static_cast<uint32_t>(shared);
+  if (!counts.empty()) po.sequences = counts.front();
+  po.json = args.has("json");
   const std::string path = cli::model_path(args);
   const auto t_load = Clock::now();
   lmrt_model* model = cli::open_model(path);
   if (model == nullptr) return 1;
   const double load_ms = ms_since(t_load);
+  if (po.turns > 0 || po.shared > 0) {
+    const int rc = po.turns > 0 ? bench_chat_turns(model, po) : bench_shared_prefix(model, po);
+    lmrt_model_close(model);
+    return rc;
+  }
   if (!counts.empty()) {
     const int rc = bench_sequences(model, counts, static_cast<uint32_t>(threads), static_cast<uint32_t>(p),
                                    static_cast<uint32_t>(g), static_cast<uint32_t>(reps), args.has("json"));

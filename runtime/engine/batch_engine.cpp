@@ -10,16 +10,29 @@ double ms_since(std::chrono::steady_clock::time_point a) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
 }
 
+uint32_t n_slots(const EngineParams& p) { return p.max_sequences + (p.prefix_reuse ? p.retained_sequences : 0); }
+
+SequencePool::Options pool_options(const EngineParams& p) {
+  SequencePool::Options o;
+  o.reuse = p.prefix_reuse;
+  o.retained = p.retained_sequences;
+  // Waiting for a running prompt costs no more steps than computing its tokens oneself (both go at
+  // most prefill_chunk a step), and computes them once.
+  o.wait_gain = 1;
+  return o;
+}
+
 }  // namespace
 
 BatchEngine::BatchEngine(Context& ctx, const Tokenizer& tok, const EngineParams& p)
     : ctx_(ctx),
       tok_(tok),
       params_(p),
-      seqs_(ctx.n_ctx(), p.max_sequences),
-      planner_(p.max_sequences, ctx.params().n_batch, p.prefill_chunk),
-      lanes_(p.max_sequences, nullptr),
-      lane_work_(p.max_sequences) {
+      seqs_(ctx.n_ctx(), n_slots(p)),
+      pool_(seqs_, pool_options(p)),
+      planner_(n_slots(p), ctx.params().n_batch, p.prefill_chunk),
+      lanes_(n_slots(p), nullptr),
+      lane_work_(n_slots(p)) {
   const size_t nb = ctx.params().n_batch;
   tokens_.resize(nb);
   pos_.resize(nb);
@@ -34,6 +47,11 @@ Status BatchEngine::create(Context& ctx, const Tokenizer& tok, const EngineParam
   if (params.max_sequences < 1 || params.max_sequences > LlamaGraph::kMaxLogitRows)
     return Error(Code::invalid_argument, "max_sequences must be 1 to " + std::to_string(LlamaGraph::kMaxLogitRows));
   if (params.prefill_chunk < 1) return Error(Code::invalid_argument, "prefill_chunk must be at least 1");
+  if (params.retained_sequences > EngineParams::kMaxRetained)
+    return Error(Code::invalid_argument,
+                 "retained_sequences must be at most " + std::to_string(EngineParams::kMaxRetained));
+  // Shared prefixes leave sequences in more than one run of cells: attention gathers them (exactly).
+  LMRT_RETURN_IF_ERROR(ctx.reserve_scattered_views());
   ctx.truncate(0);  // the engine writes the arena's cells; the context's own tokens are gone
   out->reset(new BatchEngine(ctx, tok, params));
   return Status::Ok();
@@ -75,11 +93,15 @@ Status BatchEngine::cancel(uint64_t id) {
   return Status::Ok();
 }
 
+void BatchEngine::release_sequence(Job& job) {
+  lanes_[job.seq] = nullptr;
+  pool_.release(job.seq);
+}
+
 void BatchEngine::end(Job& job, FinishReason why) {
   if (job.state == State::prefilling || job.state == State::decoding) {
     job.decoder.finish(why);
-    lanes_[job.seq] = nullptr;
-    seqs_.free(job.seq);
+    release_sequence(job);
   } else {
     job.result.finish_reason = why;
   }
@@ -88,35 +110,31 @@ void BatchEngine::end(Job& job, FinishReason why) {
 
 void BatchEngine::fail(Job& job, Status why) {
   job.status = std::move(why);
-  if (job.state == State::prefilling || job.state == State::decoding) {
-    lanes_[job.seq] = nullptr;
-    seqs_.free(job.seq);
-  }
+  if (job.state == State::prefilling || job.state == State::decoding) release_sequence(job);
   job.result.finish_reason = FinishReason::error;
   job.state = State::done;
 }
 
 void BatchEngine::admit() {
-  // First come, first served: a prompt that does not fit the free cells yet waits, and so do the
-  // requests behind it.
+  // First come, first served: a prompt that cannot start yet (no free sequence or cells, or a running
+  // prompt is computing its prefix) waits, and so do the requests behind it.
   for (const auto& jp : jobs_) {
     Job& job = *jp;
     if (job.state != State::queued) continue;
-    if (seqs_.n_live() == seqs_.max_sequences() || job.prompt.size() > seqs_.n_free_cells()) break;
-    uint32_t seq = 0;
-    if (!seqs_.create(&seq).ok() || !seqs_.grow(seq, static_cast<uint32_t>(job.prompt.size())).ok()) {
-      seqs_.free(seq);
-      break;
-    }
+    if (n_running() == params_.max_sequences) break;
+    uint32_t seq = 0, reused = 0;
+    if (pool_.acquire(job.prompt, &seq, &reused) == SequencePool::Outcome::wait) break;
     job.seq = seq;
     job.t_admit = Clock::now();
     Status s =
         job.decoder.start(tok_, job.request.req, job.prompt, ctx_.n_ctx(), job.request.sink, &job.result, job.t_submit);
     if (!s.ok()) {
-      seqs_.free(seq);
+      pool_.release(seq);
       fail(job, std::move(s));
       continue;
     }
+    job.result.reused_tokens = reused;
+    job.n_evaluated = reused;
     job.state = State::prefilling;
     lanes_[seq] = &job;
   }
@@ -146,14 +164,18 @@ Status BatchEngine::step(bool* busy) {
   for (const StepPlanner::Take& take : takes) {
     Job& job = *lanes_[take.lane];
     if (job.state == State::decoding) {
-      if (!seqs_.grow(job.seq, 1).ok()) {  // the arena is full: this request ends, the others go on
+      // Cached prefixes give their cells first; with none left the arena is full: this request
+      // ends, the others go on.
+      if (!pool_.make_room(1) || !seqs_.grow(job.seq, 1).ok()) {
         end(job, FinishReason::context_full);
         continue;
       }
       add(job, job.pending, seqs_.length(job.seq) - 1);
+      pool_.token_ready(job.seq, job.pending);
     } else {
       for (uint32_t k = 0; k < take.n; ++k) add(job, job.prompt[job.n_evaluated + k], job.n_evaluated + k);
       job.n_evaluated += take.n;
+      pool_.prompt_ready(job.seq, job.n_evaluated);
       if (job.n_evaluated < job.prompt.size()) continue;
     }
     logit_rows_[n_rows] = n - 1;
@@ -175,7 +197,8 @@ Status BatchEngine::step(bool* busy) {
     if (job.state == State::prefilling) {
       job.result.timings.prefill_ms = ms_since(job.t_admit);
       if (job.result.timings.prefill_ms > 0)
-        job.result.timings.prefill_tokens_per_s = job.prompt.size() * 1000.0 / job.result.timings.prefill_ms;
+        job.result.timings.prefill_tokens_per_s =
+            (job.prompt.size() - job.result.reused_tokens) * 1000.0 / job.result.timings.prefill_ms;
       job.state = State::decoding;
     }
     int32_t next = 0;
@@ -184,8 +207,7 @@ Status BatchEngine::step(bool* busy) {
     if (!s.ok()) {
       fail(job, std::move(s));
     } else if (done) {
-      lanes_[job.seq] = nullptr;
-      seqs_.free(job.seq);
+      release_sequence(job);
       job.state = State::done;
     } else {
       job.pending = next;
@@ -230,7 +252,7 @@ Status BatchEngine::release(uint64_t id) {
   return Error(Code::invalid_argument, "no request " + std::to_string(id));
 }
 
-uint32_t BatchEngine::n_running() const { return seqs_.n_live(); }
+uint32_t BatchEngine::n_running() const { return pool_.n_running(); }
 
 uint32_t BatchEngine::n_queued() const {
   uint32_t q = 0;

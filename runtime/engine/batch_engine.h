@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/engine/sequence_pool.h"
 #include "runtime/engine/step_planner.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
@@ -27,6 +28,11 @@ namespace lmrt {
 struct EngineParams {
   uint32_t max_sequences = 4;   // requests decoding at once, 1..LlamaGraph::kMaxLogitRows
   uint32_t prefill_chunk = 64;  // prompt tokens of one request per step
+  // A prompt starts from the longest prefix the arena holds (SequencePool); finished requests'
+  // sequences stay as cached prefixes, at most retained_sequences (0..kMaxRetained) of them.
+  bool prefix_reuse = true;
+  uint32_t retained_sequences = 4;
+  static constexpr uint32_t kMaxRetained = 16;
 };
 
 // A request handed to the engine, with what it owns: the chain and stop criteria that req points to.
@@ -44,7 +50,7 @@ class BatchEngine {
 
   // The engine uses ctx's arena, graph and threads while it lives; the context forgets the tokens it
   // held, and must not evaluate anything itself meanwhile. Errors: invalid_argument (max_sequences
-  // outside 1..16, prefill_chunk 0).
+  // outside 1..16, prefill_chunk 0, retained_sequences above kMaxRetained), out_of_memory.
   static Status create(Context& ctx, const Tokenizer& tok, const EngineParams& params,
                        std::unique_ptr<BatchEngine>* out);
   ~BatchEngine();
@@ -74,6 +80,9 @@ class BatchEngine {
   uint32_t n_running() const;
   uint32_t n_queued() const;
   const KvSequences& sequences() const { return seqs_; }
+  // Finished requests' sequences kept as cached prefixes, and forgetting them (their cells go back).
+  uint32_t n_cached() const { return pool_.n_cached(); }
+  void drop_cached() { pool_.drop_cached(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -97,15 +106,17 @@ class BatchEngine {
   void admit();
   void end(Job& job, FinishReason why);
   void fail(Job& job, Status why);
+  void release_sequence(Job& job);
 
   Context& ctx_;
   const Tokenizer& tok_;
   EngineParams params_;
   KvSequences seqs_;
+  SequencePool pool_;
   StepPlanner planner_;
   uint64_t next_id_ = 1;
   std::vector<std::unique_ptr<Job>> jobs_;  // in submission order
-  std::vector<Job*> lanes_;                 // per sequence id: its job, or null
+  std::vector<Job*> lanes_;                 // per sequence id: its job, or null (free or cached)
   std::vector<StepPlanner::Lane> lane_work_;
   // The step's batch, reserved to n_batch tokens.
   std::vector<int32_t> tokens_;

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "runtime/kv/kv_sequences.h"
+
 namespace lmrt {
 
 namespace {
@@ -11,7 +13,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct LiveBeam {
-  std::vector<uint32_t> slots;  // arena slots of the generated tokens evaluated so far
+  uint32_t seq = 0;  // its sequence of the arena: the prompt's cells and those of its evaluated tokens
   std::vector<int32_t> tokens;
   double logprob = 0;
 };
@@ -97,14 +99,13 @@ Status beam_search(Context& ctx, const Tokenizer& tok, const BeamSearchRequest& 
   const uint32_t n_prompt = ctx.n_past();
   const uint32_t n_vocab = ctx.model().hparams().n_vocab;
 
-  // Arena slots after the prompt, reference-counted by the beams that list them.
-  std::vector<uint32_t> refs(ctx.n_ctx(), 0);
-  std::vector<uint32_t> free_slots;
-  for (uint32_t s = ctx.n_ctx(); s > n_prompt; --s) free_slots.push_back(s - 1);
-  auto release = [&](const LiveBeam& b) {
-    for (uint32_t s : b.slots)
-      if (--refs[s] == 0) free_slots.push_back(s);
-  };
+  // Beams are sequences of the arena (KvSequences): the prompt is one (its cells are where the prefill
+  // put it, positions 0..n_prompt-1), each continuation a fork of its parent that shares every cell of
+  // its history and takes one cell of its own per token. The beams of two consecutive steps live at once.
+  KvSequences seqs(ctx.n_ctx(), 2 * k + 1);
+  uint32_t prompt_seq = 0;
+  LMRT_RETURN_IF_ERROR(seqs.create(&prompt_seq));
+  LMRT_RETURN_IF_ERROR(seqs.grow(prompt_seq, n_prompt));
 
   std::vector<Beam> finished;
   auto finish = [&](const LiveBeam& b, double logprob, FinishReason why) {
@@ -121,6 +122,7 @@ Status beam_search(Context& ctx, const Tokenizer& tok, const BeamSearchRequest& 
   std::vector<BeamCandidate> candidates;
   // The first step expands the prompt's own logits.
   std::vector<LiveBeam> live(1);
+  live[0].seq = prompt_seq;
   log_softmax(ctx.logits(ctx.last_eval_count() - 1), n_vocab, &lp);
   std::vector<std::vector<double>> step_lp(1, lp);  // each live beam's next-token distribution
   FinishReason stop_reason = FinishReason::length;
@@ -142,39 +144,32 @@ Status beam_search(Context& ctx, const Tokenizer& tok, const BeamSearchRequest& 
           continue;
         }
         LiveBeam b = live[c.parent];
-        for (uint32_t s : b.slots) ++refs[s];
+        LMRT_RETURN_IF_ERROR(seqs.fork(live[c.parent].seq, seqs.length(live[c.parent].seq), &b.seq));
         b.tokens.push_back(c.token);
         b.logprob = c.logprob;
         next.push_back(std::move(b));
       }
-      for (const LiveBeam& b : live) release(b);
+      for (const LiveBeam& b : live) seqs.free(b.seq);
       live = std::move(next);
       if (finished.size() >= k || live.empty()) break;
       if (live[0].tokens.size() >= static_cast<size_t>(req.base.max_tokens)) break;
     }
-    // Evaluate each live beam's newest token in one batch, each in a fresh slot.
-    if (free_slots.size() < live.size()) {
+    // Evaluate each live beam's newest token in one batch, each in a cell of its own.
+    if (seqs.n_free_cells() < live.size()) {
       stop_reason = FinishReason::context_full;
       break;
     }
     std::vector<int32_t> batch_tokens(live.size());
     std::vector<uint32_t> batch_pos(live.size()), batch_slot(live.size());
-    std::vector<std::vector<uint32_t>> view_slots(live.size());
     std::vector<AttentionView> views(live.size());
     for (uint32_t i = 0; i < live.size(); ++i) {
-      LiveBeam& b = live[i];
-      const uint32_t slot = free_slots.back();
-      free_slots.pop_back();
-      ++refs[slot];
-      b.slots.push_back(slot);
-      batch_tokens[i] = b.tokens.back();
-      batch_pos[i] = n_prompt + static_cast<uint32_t>(b.tokens.size()) - 1;
-      batch_slot[i] = slot;
-      std::vector<uint32_t>& v = view_slots[i];
-      v.resize(n_prompt);
-      for (uint32_t p = 0; p < n_prompt; ++p) v[p] = p;
-      v.insert(v.end(), b.slots.begin(), b.slots.end());
-      views[i] = {v.data(), static_cast<uint32_t>(v.size())};
+      const uint32_t s = live[i].seq;
+      LMRT_RETURN_IF_ERROR(seqs.grow(s, 1));
+      const uint32_t n = seqs.length(s);
+      batch_tokens[i] = live[i].tokens.back();
+      batch_pos[i] = n - 1;
+      batch_slot[i] = seqs.cells(s)[n - 1];
+      views[i] = {seqs.cells(s), n};  // read slot by slot, as the views of beams always were
     }
     GraphBatch batch;
     batch.tokens = batch_tokens.data();

@@ -56,6 +56,9 @@ class Context {
   // Errors: invalid_argument (empty, larger than n_batch, more than kMaxLogitRows logit rows, a token
   // outside the vocabulary).
   Status eval_sequences(const GraphBatch& batch);
+  // Lets views that are not one run (sequences sharing prefix cells) give the bits of a run
+  // (LlamaGraph::reserve_gather). Error: out_of_memory.
+  Status reserve_scattered_views() { return graph_->reserve_gather(); }
 
   // Forgets tokens from position n_keep on (their KV entries are simply overwritten later).
   void truncate(uint32_t n_keep);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "runtime/util/fp16.h"
@@ -105,7 +106,29 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
 size_t LlamaGraph::scratch_bytes() const {
   return x_.bytes() + xn_.bytes() + q_.bytes() + k_cur_.bytes() + v_cur_.bytes() + att_out_.bytes() + gate_.bytes() +
          up_.bytes() + scores_.bytes() + xq_.bytes() + xqk_.bytes() + rope_cs_.bytes() + rope_cs_local_.bytes() +
-         logits_.bytes();
+         logits_.bytes() + gather_.bytes();
+}
+
+Status LlamaGraph::reserve_gather() {
+  if (gather_.size() != 0) return Status::Ok();
+  if (!gather_.allocate(n_threads_ * 2 * static_cast<size_t>(n_ctx_) * model_.hparams().head_dim))
+    return Error(Code::out_of_memory, "cannot allocate the attention gather buffers");
+  return Status::Ok();
+}
+
+void LlamaGraph::gather_rows(uint32_t layer, const KvArena& kv, uint32_t kvh, const AttentionView& view, uint32_t start,
+                             uint32_t n_visible, uint16_t* gather) const {
+  const size_t hd = kv.head_dim();
+  uint16_t* keys = gather;
+  uint16_t* values = gather + static_cast<size_t>(n_ctx_) * hd;
+  for (uint32_t p = start; p < n_visible;) {
+    uint32_t e = p + 1;  // [p, e): slots that follow one another in the arena, copied at once
+    while (e < n_visible && view.slots[e] == view.slots[e - 1] + 1) ++e;
+    const size_t bytes = (e - p) * hd * sizeof(uint16_t), at = (p - start) * hd;
+    std::memcpy(keys + at, kv.key(layer, kvh, view.slots[p]), bytes);
+    std::memcpy(values + at, kv.value(layer, kvh, view.slots[p]), bytes);
+    p = e;
+  }
 }
 
 LlamaGraph::MatmulInput LlamaGraph::matmul_input(const MatmulTarget* targets, size_t count, uint32_t n_tok,
@@ -216,12 +239,18 @@ void LlamaGraph::plan_reads(const NextDispatch& next, size_t thread, size_t n_th
 }
 
 void LlamaGraph::attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t start,
-                                uint32_t n_visible, float* scratch, uint32_t run_start) {
+                                uint32_t n_visible, float* scratch, uint32_t run_start, const AttentionView* view,
+                                uint16_t* gather) {
   const ModelConfig& hp = model_.hparams();
   const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
   const size_t q0 = static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(kvh) * group * hd;
   const auto* keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, run_start + start));
   const auto* values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, run_start + start));
+  if (view != nullptr) {
+    gather_rows(layer, kv, kvh, *view, start, n_visible, gather);
+    keys = gather;
+    values = gather + static_cast<size_t>(n_ctx_) * hd;
+  }
   const uint32_t n = n_visible - start;
   if (!grouped_attention(kv)) {
     // No grouped kernel: each query head as attention() runs it, so both decode paths give the same bits.
@@ -342,7 +371,11 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
     });
     return;
   }
-  if (grouped_attention(kv) && softcap == 0.0f && batch.runs_only()) {
+  const bool gathers = gather_.size() != 0;  // a view that is not one run is read as one (reserve_gather)
+  auto scattered = [&](uint32_t t) -> const AttentionView* {
+    return batch.views != nullptr && !batch.views[t].contiguous ? &batch.views[t] : nullptr;
+  };
+  if (grouped_attention(kv) && softcap == 0.0f && (gathers || batch.runs_only())) {
     // Each task is one token and one KV head with all the query heads that read it, so every key and
     // value row is widened once per group rather than once per query head. Also without grouping (one
     // query head per KV head): this one pass per head beat scores + softmax + weighted sum by 14 % with
@@ -355,7 +388,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
             const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
             const uint32_t n_vis = batch.n_visible(t);
             attend_kv_head(layer, kv, t, static_cast<uint32_t>(task % hp.n_head_kv), window_start(layer, n_vis), n_vis,
-                           scratch, batch.run_start(t));
+                           scratch, batch.run_start(t), scattered(t), gather_slice(thread));
           }
         },
         plan);
@@ -377,12 +410,24 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           const uint32_t n_visible = batch.n_visible(t);
           const uint32_t start = window_start(layer, n_visible), n_pos = n_visible - start;
           auto slot = [&](uint32_t p) { return batch.visible_slot(t, start + p); };
-          const bool consecutive = f16 && (batch.views == nullptr || batch.views[t].contiguous);
+          const bool gathered = f16 && gathers && scattered(t) != nullptr;
+          const bool consecutive = f16 && (batch.views == nullptr || batch.views[t].contiguous || gathered);
           const uint32_t first = batch.run_start(t) + start;
+          // The keys and values as one run: in place, or gathered (the same bits as a run).
+          const uint16_t* keys = nullptr;
+          const uint16_t* values = nullptr;
+          if (gathered) {
+            uint16_t* g = gather_slice(thread);
+            gather_rows(layer, kv, kvh, batch.views[t], start, n_visible, g);
+            keys = g;
+            values = g + static_cast<size_t>(n_ctx_) * hd;
+          } else if (consecutive) {
+            keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, first));
+            values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, first));
+          }
           const float* q = q_.data() + static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(h) * hd;
           if (consecutive) {
-            k_->scores_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, first)), hd, n_pos, hd, scale,
-                           scores);
+            k_->scores_f16(q, keys, hd, n_pos, hd, scale, scores);
           } else if (f16) {
             for (uint32_t p = 0; p < n_pos; ++p)
               scores[p] = k_->dot_f16(q, reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, slot(p))), hd) * scale;
@@ -394,8 +439,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           k_->softmax(scores, n_pos);
           float* out = att_out_.data() + static_cast<size_t>(t) * q_dim_ + static_cast<size_t>(h) * hd;
           if (consecutive) {
-            k_->weighted_sum_f16(out, scores, reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, first)), hd, n_pos,
-                                 hd);
+            k_->weighted_sum_f16(out, scores, values, hd, n_pos, hd);
             continue;
           }
           std::fill_n(out, hd, 0.0f);

@@ -103,6 +103,13 @@ class LlamaGraph {
   const simd::Kernels& kernels() const { return *k_; }
   size_t scratch_bytes() const;
 
+  // Makes attention over a view that is not one run of slots give the bits of the same keys read as
+  // a run: each thread copies the visible F16 rows of one KV head into a buffer of its own (2 x n_ctx
+  // x head_dim entries per thread, allocated here once) and runs the run's kernels on it. Without it
+  // such views are read slot by slot with other kernels (close, not equal). For sequences that share
+  // prefix cells (the batch engine). Error: out_of_memory.
+  Status reserve_gather();
+
  private:
   LlamaGraph(const LlamaModel& model) : model_(model) {}
 
@@ -170,8 +177,20 @@ class LlamaGraph {
   // Attention of token t's query heads that read KV head kvh, over its positions [start, n_visible) (in
   // slots run_start + [start, n_visible)), into att_out_ (attend_heads_f16; `scratch` is the calling
   // thread's slice of scores_).
+  // `view`: token t's view when it is not one run (its rows are gathered into `gather`, the calling
+  // thread's slice of gather_), else nullptr.
   void attend_kv_head(uint32_t layer, const KvArena& kv, uint32_t t, uint32_t kvh, uint32_t start, uint32_t n_visible,
-                      float* scratch, uint32_t run_start = 0);
+                      float* scratch, uint32_t run_start = 0, const AttentionView* view = nullptr,
+                      uint16_t* gather = nullptr);
+  // Copies KV head kvh's F16 keys and values at view slots [start, n_visible) into gather (the keys,
+  // then the values at gather + n_ctx * head_dim), run by run.
+  void gather_rows(uint32_t layer, const KvArena& kv, uint32_t kvh, const AttentionView& view, uint32_t start,
+                   uint32_t n_visible, uint16_t* gather) const;
+  // The calling thread's slice of gather_, or nullptr when not reserved.
+  uint16_t* gather_slice(size_t thread) {
+    return gather_.size() == 0 ? nullptr
+                               : gather_.data() + thread * 2 * static_cast<size_t>(n_ctx_) * model_.hparams().head_dim;
+  }
   // Whether attention() runs a batch without views as one task per token and KV head (attend_heads_f16,
   // with or without grouped queries) rather than per token and query head.
   bool grouped_attention(const KvArena& kv) const;
@@ -206,6 +225,7 @@ class LlamaGraph {
   AlignedBuffer<float> rope_cs_;        // [n_ctx][rope_dim]: see rope_table()
   AlignedBuffer<float> rope_cs_local_;  // the same for windowed layers with their own base (gemma3), else empty
   AlignedBuffer<float> logits_;         // [n_batch or 1][n_vocab]
+  AlignedBuffer<uint16_t> gather_;      // per thread: [2][n_ctx][head_dim] F16 rows (reserve_gather), or empty
 };
 
 }  // namespace lmrt

@@ -853,6 +853,15 @@ typedef struct lmrt_engine_params {
   uint32_t struct_size;
   uint32_t max_sequences; /* requests decoding at once, 1..16 (default 4); more wait in a queue */
   uint32_t prefill_chunk; /* prompt tokens of one request per step (default 64) */
+  /* Prefix reuse (1, the default; 0: off): a prompt starts from the longest prefix of it that the
+   * arena holds (a running request's prompt and evaluated tokens, or a finished request's kept
+   * below), sharing those cells rather than evaluating them again (result reused_tokens counts
+   * them; the tokens are the same as without). A queued prompt waits while a running one is still
+   * computing more of its prefix, so a shared system prompt is computed once. */
+  uint32_t prefix_reuse;
+  /* Finished requests' sequences kept as cached prefixes, 0..16 (default 4); the least recently used
+   * gives up its cells whenever a request needs them, so they never make a request wait or fail. */
+  uint32_t retained_sequences;
 } lmrt_engine_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
@@ -893,11 +902,11 @@ LMRT_API lmrt_status lmrt_engine_step(lmrt_engine* engine, uint32_t* n_unfinishe
 /* Steps on the calling thread until every request has finished. */
 LMRT_API lmrt_status lmrt_engine_run(lmrt_engine* engine);
 /* A request's result so far (finish_reason LMRT_FINISH_NONE while it runs): text, tokens, logprobs,
- * usage and timings (ttft_ms counts from lmrt_engine_submit; n_past is 0, there are no beams and no
- * cache). The pointers are owned by the engine, valid until the request is released or the engine
- * freed, and change while the request runs: while the engine's own thread runs, read them only once
- * the request has finished (lmrt_engine_wait). result->struct_size
- * must be set. Returns the request's
+ * usage and timings (ttft_ms counts from lmrt_engine_submit; reused_tokens counts the prompt tokens
+ * taken from the arena's prefixes; n_past is 0, there are no beams and no cache). The pointers are
+ * owned by the engine, valid until the request is released or the engine freed, and change while the
+ * request runs: while the engine's own thread runs, read them only once the request has finished
+ * (lmrt_engine_wait). result->struct_size must be set. Returns the request's
  * own error (with its message) when it finished with LMRT_FINISH_ERROR, the result filled all the
  * same. Errors: INVALID_ARGUMENT (unknown id). */
 LMRT_API lmrt_status lmrt_engine_result(lmrt_engine* engine, uint64_t request_id, lmrt_generate_result* result);

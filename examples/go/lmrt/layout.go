@@ -37,10 +37,12 @@ func layouts() []structLayout {
 	var rs C.lmrt_generate_result
 	var ep C.lmrt_engine_params
 	return []structLayout{
-		{"lmrt_engine_params", unsafe.Sizeof(ep), 12, []fieldLayout{
+		{"lmrt_engine_params", unsafe.Sizeof(ep), 20, []fieldLayout{
 			f("struct_size", unsafe.Offsetof(ep.struct_size), unsafe.Sizeof(ep.struct_size), 0, 4),
 			f("max_sequences", unsafe.Offsetof(ep.max_sequences), unsafe.Sizeof(ep.max_sequences), 4, 4),
 			f("prefill_chunk", unsafe.Offsetof(ep.prefill_chunk), unsafe.Sizeof(ep.prefill_chunk), 8, 4),
+			f("prefix_reuse", unsafe.Offsetof(ep.prefix_reuse), unsafe.Sizeof(ep.prefix_reuse), 12, 4),
+			f("retained_sequences", unsafe.Offsetof(ep.retained_sequences), unsafe.Sizeof(ep.retained_sequences), 16, 4),
 		}},
 		{"lmrt_model_params", unsafe.Sizeof(mp), 8, []fieldLayout{
 			f("struct_size", unsafe.Offsetof(mp.struct_size), unsafe.Sizeof(mp.struct_size), 0, 4),

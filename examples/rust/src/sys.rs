@@ -131,6 +131,8 @@ pub struct lmrt_engine_params {
     pub struct_size: u32,
     pub max_sequences: u32,
     pub prefill_chunk: u32,
+    pub prefix_reuse: u32,
+    pub retained_sequences: u32,
 }
 
 pub type lmrt_token_callback =
