@@ -63,8 +63,9 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
 
 lmrt_status lmrt_engine_free(lmrt_engine* engine) {
   if (engine == nullptr) return LMRT_OK;
-  if (engine->engine->started()) {
-    engine->errors.set("the engine's thread runs: lmrt_engine_stop it before lmrt_engine_free");
+  // A started engine stops first (its destructor joins the thread); from a callback it cannot.
+  if (engine->engine->in_sink()) {
+    engine->errors.set("lmrt_engine_free called from a callback of the same engine");
     return LMRT_ERR_INVALID_ARGUMENT;
   }
   delete engine;
@@ -216,6 +217,7 @@ lmrt_status lmrt_engine_get_stats(lmrt_engine* engine, lmrt_engine_stats* stats)
           full.max_sequences = kv.max_sequences();
           full.n_cells = kv.n_cells();
           full.n_cells_used = kv.n_cells() - kv.n_free_cells();
+          full.n_cached = be.n_cached();
           return Status::Ok();
         }));
         write_prefix(full, stats);

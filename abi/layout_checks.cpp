@@ -52,4 +52,5 @@ static_assert(sizeof(lmrt_cache_stats) == 64 && offsetof(lmrt_cache_stats, bytes
 static_assert(sizeof(lmrt_engine_params) == 20 && offsetof(lmrt_engine_params, prefill_chunk) == 8 &&
               offsetof(lmrt_engine_params, prefix_reuse) == 12 &&
               offsetof(lmrt_engine_params, retained_sequences) == 16);
-static_assert(sizeof(lmrt_engine_stats) == 28 && offsetof(lmrt_engine_stats, started) == 24);
+static_assert(sizeof(lmrt_engine_stats) == 32 && offsetof(lmrt_engine_stats, started) == 24 &&
+              offsetof(lmrt_engine_stats, n_cached) == 28);

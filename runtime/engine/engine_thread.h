@@ -36,6 +36,8 @@ class EngineThread {
   // ended the thread by itself, if any.
   Status stop();
   bool started() const { return started_.load(); }
+  // True on the thread inside a step (a sink's caller).
+  bool in_sink() const { return stepper_.load() == std::this_thread::get_id(); }
 
   Status submit(EngineRequest request, uint64_t* id);
   Status cancel(uint64_t id);
@@ -57,7 +59,6 @@ class EngineThread {
  private:
   // The lock for a caller: counted in want_ while it waits, so the stepping thread lets it in.
   std::unique_lock<std::mutex> lock_for_caller();
-  bool in_sink() const { return stepper_.load() == std::this_thread::get_id(); }
   Status step_locked(uint32_t* n_unfinished);
   // Moves the requests that finished in the last step from live_ to done_ and wakes waiters.
   void publish_finishes();

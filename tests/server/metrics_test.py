@@ -180,8 +180,9 @@ def test_metrics(binary, model):
         check(delta("lmrt_time_to_first_token_seconds_sum") > 0, "time to first token adds up")
         check(value(after, "lmrt_slots_total") == 2 and value(after, "lmrt_slots_busy") == 0 and
               value(after, "lmrt_queue_depth") == 0, "slots and queue gauges")
-        # One arena of 2 x n_ctx cells; a finished request's cells go back to it at once.
-        check(value(after, "lmrt_kv_cells_total") == 2 * n_ctx and value(after, "lmrt_kv_cells_used") == 0,
+        # One arena of 2 x n_ctx cells; a finished request's cells stay only as a reusable prefix.
+        check(value(after, "lmrt_kv_cells_total") == 2 * n_ctx
+              and 0 < value(after, "lmrt_kv_cells_used") <= value(after, "lmrt_kv_cells_total"),
               f"KV cells {value(after, 'lmrt_kv_cells_used')} of {value(after, 'lmrt_kv_cells_total')}")
     finally:
         check(srv.stop() == 0, "server stops cleanly on SIGTERM")

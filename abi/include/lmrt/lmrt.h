@@ -875,9 +875,9 @@ static inline lmrt_status lmrt_engine_params_init(lmrt_engine_params* params) { 
  * prefill_chunk 0), OUT_OF_MEMORY. */
 LMRT_API lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* params, lmrt_engine** out_engine,
                                         char* err, size_t err_size);
-/* Frees an engine and every request it holds (finished or not; their callbacks are not called).
- * NULL is a no-op. Error: INVALID_ARGUMENT while the engine's thread runs (lmrt_engine_stop it
- * first; the engine is left as it was). */
+/* Frees an engine and every request it holds (finished or not; their callbacks are not called),
+ * stopping its thread first if it was started. NULL is a no-op. Returns LMRT_OK, except when called
+ * from one of the engine's own callbacks (INVALID_ARGUMENT; the engine is left as it was). */
 LMRT_API lmrt_status lmrt_engine_free(lmrt_engine* engine);
 /* The message of the last failed call on engine ("" if none or engine is NULL). */
 LMRT_API const char* lmrt_engine_last_error(const lmrt_engine* engine);
@@ -936,8 +936,10 @@ typedef struct lmrt_engine_stats {
   uint32_t n_running;     /* requests prefilling or decoding (busy sequences) */
   uint32_t max_sequences; /* the engine's lmrt_engine_params.max_sequences */
   uint32_t n_cells;       /* KV cells of the arena */
-  uint32_t n_cells_used;  /* cells held by the running requests */
-  uint32_t started;      /* 1 while the engine's own thread runs */
+  uint32_t n_cells_used;  /* cells held: by running requests and by kept prefixes (n_cached) */
+  uint32_t started;       /* 1 while the engine's own thread runs */
+  uint32_t n_cached;      /* finished requests' sequences kept for prefix reuse (their cells are
+                           * taken back whenever a request needs them) */
 } lmrt_engine_stats;
 /* Fills *stats (stats->struct_size must be set). Errors: INVALID_ARGUMENT (NULL, struct_size not
  * set, called from a callback). */
