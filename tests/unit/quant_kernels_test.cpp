@@ -568,11 +568,9 @@ void set_code_bits(QType t, uint8_t* p) {
   }
 }
 
-// The largest codes against the largest activations of one sign: integer sums at their bounds (the x86 batch
-// GEMMs add products in 16 bits only as far as the largest code allows).
-TEST_P(QuantKernels, LargestCodesEveryIsaMatchesScalar) {
-  const QType t = GetParam();
-  const Shape s{24, 2 * block_elems(t), 5, 0, 24};
+// Every ISA's kernel against the scalar one on shape s with every code bit set and the largest activations of
+// one sign: integer sums at their bounds.
+void expect_largest_codes_match(QType t, const Shape& s) {
   Weights w = random_weights(t, s.rows, s.n, 4, 4242);
   for (size_t r = 0; r < s.rows; ++r)
     for (size_t b = 0; b < s.n / block_elems(t); ++b)
@@ -590,10 +588,18 @@ TEST_P(QuantKernels, LargestCodesEveryIsaMatchesScalar) {
         double mag = 0.0;
         for (size_t i = 0; i < s.n; ++i) mag += deq.mag[i] * std::fabs(a.values[tok * s.n + i]);
         ASSERT_NEAR(got.y[tok * got.ldy + r], want.y[tok * want.ldy + r], kTol * mag + 1e-30)
-            << isa_name(k.isa) << " " << type_name(t) << " row " << r << " token " << tok;
+            << isa_name(k.isa) << " " << type_name(t) << " n_tok=" << s.n_tok << " row " << r << " token " << tok;
       }
     }
   }
+}
+
+// The largest codes in a batch (the x86 batch GEMMs add products in 16 bits only as far as the largest code
+// allows) and in decode (one token, enough rows for the separate row streams).
+TEST_P(QuantKernels, LargestCodesEveryIsaMatchesScalar) {
+  const QType t = GetParam();
+  for (const Shape& s : {Shape{24, 2 * block_elems(t), 5, 0, 24}, Shape{70, 2 * block_elems(t), 1, 0, 70}})
+    expect_largest_codes_match(t, s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantKernels, ::testing::ValuesIn(kAllTypes),
