@@ -322,6 +322,10 @@ std::optional<ApiError> parse_chat(const Fields& f, const ModelFacts& model, Api
   json messages, tools, forced;
   RETURN_IF_ERROR(parse_messages(f, &messages));
   RETURN_IF_ERROR(parse_tools(f, &tools, &forced, &out->parse_tool_calls));
+  if (const json* v = f.get("parallel_tool_calls")) {
+    if (!v->is_boolean()) return bad("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
+    out->parallel_tool_calls = v->get<bool>();
+  }
   if (model.templates == nullptr) {
     ApiError e = bad("", "the server has no chat template");
     e.status = 500;

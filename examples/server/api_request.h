@@ -29,6 +29,9 @@ struct ApiRequest {
   // Chat with tools (tool_choice other than "none"): the reply is read back as tool calls.
   bool parse_tool_calls = false;
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;
+  // OpenAI's parallel_tool_calls (default true): false reads at most one call from the reply (a
+  // forced call's grammar allows exactly one either way).
+  bool parallel_tool_calls = true;
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

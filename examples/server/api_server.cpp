@@ -377,7 +377,8 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
         const json lp = logprobs_json(r.logprobs, request->echo ? request->prompts[index / request->n].size() : 0);
         const char* finish = openai_finish_reason(r.finish);
         if (request->parse_tool_calls) {
-          const AssistantReply reply = parse_assistant_reply(request->tool_format, r.text);
+          const AssistantReply reply =
+              parse_assistant_reply(request->tool_format, r.text, request->parallel_tool_calls);
           if (!reply.tool_calls.empty()) finish = "tool_calls";
           std::vector<std::string> ids;
           for (size_t k = 0; k < reply.tool_calls.size(); ++k)
@@ -424,37 +425,42 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
       ChoiceSink sink;
       sink.metrics = metrics;
       sink.should_stop = [&] { return (cause = stop_cause()) != StopCause::kNone; };
-      // With tools, text is held back from where a call may begin (tool_calls.h) and the calls are
-      // sent as delta.tool_calls once the reply is complete.
-      std::vector<std::string> replies(started.size());
-      std::vector<size_t> sent(started.size(), 0);
+      // With tools, the reply is read as it streams (ToolCallStream): content until a call may
+      // begin, then each call's name and its arguments in fragments.
+      std::vector<ToolCallStream> replies(started.size(),
+                                          ToolCallStream(request->tool_format, request->parallel_tool_calls));
+      std::vector<ToolCallStream::Delta> deltas;
+      auto send_deltas = [&](int index, const json& lp) {
+        bool first_content = true;
+        for (const ToolCallStream::Delta& d : deltas) {
+          const bool ok =
+              d.call < 0
+                  ? send(dump_json(chunk(ep, meta, index, &d.text, false, nullptr, first_content ? lp : json(nullptr))))
+                  : send(dump_json(tool_calls_chunk(
+                        meta, index,
+                        tool_call_delta(d, call_id(meta, index, static_cast<size_t>(d.call), request->tool_format)))));
+          if (!ok) return false;
+          if (d.call < 0) first_content = false;
+        }
+        return true;
+      };
       sink.on_piece = [&](int index, const Piece& piece, size_t offset) {
         if (!start_choice(index)) return false;
         if (!request->parse_tool_calls)
           return send(
               dump_json(chunk(ep, meta, index, &piece.text, false, nullptr, logprobs_json(piece.logprobs, offset))));
-        replies[index] += piece.text;
-        const size_t settled = settled_content_length(request->tool_format, replies[index]);
-        if (settled <= sent[index]) return true;
-        const std::string text = replies[index].substr(sent[index], settled - sent[index]);
-        sent[index] = settled;
-        return send(dump_json(chunk(ep, meta, index, &text, false, nullptr, logprobs_json(piece.logprobs, offset))));
+        deltas.clear();
+        replies[index].push(piece.text, &deltas);
+        return send_deltas(index, logprobs_json(piece.logprobs, offset));
       };
       sink.on_done = [&](int index, const ChoiceResult& r) {
         if (!start_choice(index)) return false;
         const char* finish = openai_finish_reason(r.finish);
         if (request->parse_tool_calls) {
-          const AssistantReply reply = parse_assistant_reply(request->tool_format, r.text);
-          if (reply.content.size() > sent[index]) {
-            const std::string rest = reply.content.substr(sent[index]);
-            if (!send(dump_json(chunk(ep, meta, index, &rest, false, nullptr, nullptr)))) return false;
-          }
-          for (size_t k = 0; k < reply.tool_calls.size(); ++k) {
-            const std::string id = call_id(meta, index, k, request->tool_format);
-            for (const json& delta : tool_call_deltas(static_cast<int>(k), reply.tool_calls[k], id))
-              if (!send(dump_json(tool_calls_chunk(meta, index, delta)))) return false;
-          }
-          if (!reply.tool_calls.empty()) finish = "tool_calls";
+          deltas.clear();
+          replies[index].finish(&deltas);
+          if (!send_deltas(index, nullptr)) return false;
+          if (replies[index].calls_sent() > 0) finish = "tool_calls";
         }
         return send(dump_json(chunk(ep, meta, index, nullptr, false, finish, nullptr)));
       };

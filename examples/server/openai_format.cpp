@@ -127,12 +127,11 @@ json tool_calls_chunk(const ResponseMeta& meta, int index, const json& calls) {
               {"model", meta.model}, {"system_fingerprint", "lmrt"},      {"choices", json::array({choice})}};
 }
 
-std::vector<json> tool_call_deltas(int call_index, const ToolCall& call, const std::string& id) {
-  return {json::array({json{{"index", call_index},
-                            {"id", id},
-                            {"type", "function"},
-                            {"function", {{"name", call.name}, {"arguments", ""}}}}}),
-          json::array({json{{"index", call_index}, {"function", {{"arguments", call.arguments}}}}})};
+json tool_call_delta(const ToolCallStream::Delta& d, const std::string& id) {
+  if (!d.name.empty())
+    return json::array({json{
+        {"index", d.call}, {"id", id}, {"type", "function"}, {"function", {{"name", d.name}, {"arguments", ""}}}}});
+  return json::array({json{{"index", d.call}, {"function", {{"arguments", d.text}}}}});
 }
 
 json usage_chunk(Endpoint ep, const ResponseMeta& meta, const json& usage) {

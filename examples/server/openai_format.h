@@ -62,9 +62,10 @@ json chunk(Endpoint ep, const ResponseMeta& meta, int index, const std::string* 
 // A streamed chat chunk of tool-call deltas: `calls` is delta.tool_calls ([{index, id?, type?,
 // function {name?, arguments}}]).
 json tool_calls_chunk(const ResponseMeta& meta, int index, const json& calls);
-// The delta pieces of one call as OpenAI streams them: id, type and name with empty arguments, then
-// the arguments.
-std::vector<json> tool_call_deltas(int call_index, const ToolCall& call, const std::string& id);
+// delta.tool_calls for one call delta of a ToolCallStream as OpenAI streams them: the first (with
+// the name) [{index, id, type "function", function {name, arguments ""}}], then [{index, function
+// {arguments: fragment}}].
+json tool_call_delta(const ToolCallStream::Delta& d, const std::string& id);
 // The final chunk carrying usage (stream_options.include_usage).
 json usage_chunk(Endpoint ep, const ResponseMeta& meta, const json& usage);
 

@@ -17,14 +17,14 @@ constexpr const char* kMistralOpen = "[TOOL_CALLS]";
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
-size_t skip_space(const std::string& s, size_t pos) {
+size_t skip_space(std::string_view s, size_t pos) {
   while (pos < s.size() && is_space(s[pos])) ++pos;
   return pos;
 }
 
 // The end (one past) of the JSON object or array starting at `pos`, by bracket balance outside
 // strings; npos when it does not close.
-size_t json_end(const std::string& s, size_t pos) {
+size_t json_end(std::string_view s, size_t pos) {
   if (pos >= s.size() || (s[pos] != '{' && s[pos] != '[')) return std::string::npos;
   int depth = 0;
   bool in_string = false;
@@ -55,15 +55,78 @@ std::optional<json> parse_json_at(const std::string& s, size_t pos, size_t* end)
   return j;
 }
 
-// {"name": "f", "arguments"|"parameters": {...} or "{...}"} as a call; nullopt otherwise.
-std::optional<ToolCall> call_from(const json& j) {
+// One past the closing quote of the JSON string opening at `pos`; npos when it does not close.
+size_t string_end(std::string_view s, size_t pos) {
+  for (size_t i = pos + 1; i < s.size(); ++i) {
+    if (s[i] == '\\')
+      ++i;
+    else if (s[i] == '"')
+      return i + 1;
+  }
+  return std::string::npos;
+}
+
+// The end of the JSON value at `pos` of text known to be valid JSON.
+size_t value_end(std::string_view s, size_t pos) {
+  if (s[pos] == '{' || s[pos] == '[') return json_end(s, pos);
+  if (s[pos] == '"') return string_end(s, pos);
+  size_t i = pos;
+  while (i < s.size() && std::strchr(",]} \t\n\r", s[i]) == nullptr) ++i;
+  return i;
+}
+
+// The raw text of each member value (object) or element (array) of valid JSON text, in order,
+// with the member names (empty for array elements).
+std::vector<std::pair<std::string, std::string_view>> raw_items(std::string_view v) {
+  std::vector<std::pair<std::string, std::string_view>> out;
+  const bool object = !v.empty() && v[0] == '{';
+  size_t p = 1;
+  while (true) {
+    p = skip_space(v, p);
+    if (p >= v.size() || v[p] == '}' || v[p] == ']') break;
+    std::string key;
+    if (object) {
+      const size_t k_end = string_end(v, p);
+      if (k_end == std::string::npos) break;
+      const json k = json::parse(v.begin() + static_cast<std::ptrdiff_t>(p),
+                                 v.begin() + static_cast<std::ptrdiff_t>(k_end), nullptr, false);
+      if (k.is_string()) key = k.get<std::string>();
+      p = skip_space(v, k_end);
+      p = skip_space(v, p + 1);  // past the ':'
+    }
+    if (p >= v.size()) break;
+    const size_t e = value_end(v, p);
+    if (e == std::string::npos) break;
+    out.emplace_back(std::move(key), v.substr(p, e - p));
+    p = skip_space(v, e);
+    if (p < v.size() && v[p] == ',') ++p;
+  }
+  return out;
+}
+
+// The raw text of member `key` (the last one, as the parsed object keeps); empty when absent.
+std::string_view raw_member(std::string_view object, const std::string& key) {
+  std::string_view found;
+  for (const auto& [k, v] : raw_items(object))
+    if (k == key) found = v;
+  return found;
+}
+
+// {"name": "f", "arguments"|"parameters": {...} or "{...}"} as a call; nullopt otherwise. `raw` is
+// the model's text of `j`: arguments written as an object are kept as written (minified), so a
+// streamed call (ToolCallStream) and the complete one agree byte for byte.
+std::optional<ToolCall> call_from(const json& j, std::string_view raw) {
   if (!j.is_object()) return std::nullopt;
   const json* body = &j;
-  if (auto f = j.find("function"); f != j.end() && f->is_object()) body = &*f;  // OpenAI's own shape
+  if (auto f = j.find("function"); f != j.end() && f->is_object()) {  // OpenAI's own shape
+    body = &*f;
+    raw = raw_member(raw, "function");
+  }
   auto name = body->find("name");
   if (name == body->end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
-  auto args = body->find("arguments");
-  if (args == body->end()) args = body->find("parameters");
+  std::string key = "arguments";
+  auto args = body->find(key);
+  if (args == body->end()) args = body->find(key = "parameters");
   ToolCall call{name->get<std::string>(), "{}"};
   if (args != body->end()) {
     if (args->is_string()) {  // some models write the arguments as a JSON string already
@@ -71,7 +134,7 @@ std::optional<ToolCall> call_from(const json& j) {
       if (inner.is_discarded() || !inner.is_object()) return std::nullopt;
       call.arguments = inner.dump();
     } else if (args->is_object()) {
-      call.arguments = args->dump();
+      call.arguments = minify_json(raw_member(raw, key));
     } else {
       return std::nullopt;
     }
@@ -79,20 +142,26 @@ std::optional<ToolCall> call_from(const json& j) {
   return call;
 }
 
-// One call or an array of calls; nullopt unless every element is a call.
-std::optional<std::vector<ToolCall>> calls_from(const json& j) {
+// One call or an array of calls; nullopt unless every element is a call. `raw`: j's text.
+std::optional<std::vector<ToolCall>> calls_from(const json& j, std::string_view raw) {
   std::vector<ToolCall> out;
   if (j.is_array()) {
     if (j.empty()) return std::nullopt;
-    for (const json& e : j) {
-      auto c = call_from(e);
+    const auto items = raw_items(raw);
+    if (items.size() != j.size()) return std::nullopt;
+    for (size_t i = 0; i < j.size(); ++i) {
+      auto c = call_from(j[i], items[i].second);
       if (!c) return std::nullopt;
       out.push_back(*c);
     }
     return out;
   }
-  if (auto c = call_from(j)) return std::vector<ToolCall>{*c};
+  if (auto c = call_from(j, raw)) return std::vector<ToolCall>{*c};
   return std::nullopt;
+}
+
+std::string_view raw_at(const std::string& text, size_t pos, size_t end) {
+  return std::string_view(text).substr(pos, end - pos);
 }
 
 // Hermes: every <tool_call>JSON</tool_call> block (a missing close at the very end is forgiven: the
@@ -110,7 +179,7 @@ std::optional<AssistantReply> parse_hermes(const std::string& text) {
     size_t end = 0;
     auto j = parse_json_at(text, pos, &end);
     if (!j) return std::nullopt;
-    auto calls = calls_from(*j);
+    auto calls = calls_from(*j, raw_at(text, pos, end));
     if (!calls) return std::nullopt;
     r.tool_calls.insert(r.tool_calls.end(), calls->begin(), calls->end());
     pos = skip_space(text, end);
@@ -131,11 +200,11 @@ std::optional<std::vector<ToolCall>> json_calls_to_end(const std::string& text, 
     size_t end = 0;
     auto j = parse_json_at(text, pos, &end);
     if (!j) return std::nullopt;
-    auto calls = calls_from(*j);
+    auto calls = calls_from(*j, raw_at(text, pos, end));
     if (!calls) {
       // The generic shapes: {"tool_calls": [...]} and {"tool_call": {...}}.
       for (const char* key : {"tool_calls", "tool_call"})
-        if (j->is_object() && j->contains(key)) calls = calls_from((*j)[key]);
+        if (j->is_object() && j->contains(key)) calls = calls_from((*j)[key], raw_member(raw_at(text, pos, end), key));
       if (!calls) return std::nullopt;
     }
     out.insert(out.end(), calls->begin(), calls->end());
@@ -175,7 +244,7 @@ std::optional<AssistantReply> parse_mistral(const std::string& text) {
   size_t end = 0;
   auto j = parse_json_at(text, pos, &end);
   if (!j) return std::nullopt;
-  auto calls = calls_from(*j);
+  auto calls = calls_from(*j, raw_at(text, pos, end));
   if (!calls || skip_space(text, end) != text.size()) return std::nullopt;
   return AssistantReply{text.substr(0, at), *calls};
 }
@@ -213,6 +282,52 @@ size_t settled_before_marker(const std::string& text, const std::string& marker)
   return partial == std::string::npos ? text.size() : partial;
 }
 
+enum class Scan { kMore, kYes, kNo };  // the text may still become it / is it / cannot be it
+
+// s[*p..] against the literal `lit`: kYes moves *p past it; kMore when s ends inside it.
+Scan expect(const std::string& s, size_t* p, std::string_view lit) {
+  const size_t n = std::min(lit.size(), s.size() - *p);
+  if (std::string_view(s).substr(*p, n) != lit.substr(0, n)) return Scan::kNo;
+  if (n < lit.size()) return Scan::kMore;
+  *p += lit.size();
+  return Scan::kYes;
+}
+
+// A call's head at p, in the shape the models write and the tool-call grammar forces:
+// {"name": "NAME", "arguments"|"parameters": {  -- *name, and *args at the arguments' '{'.
+Scan call_head(const std::string& s, size_t p, std::string* name, size_t* args) {
+  auto literal = [&](std::string_view lit) {
+    p = skip_space(s, p);
+    return p >= s.size() ? Scan::kMore : expect(s, &p, lit);
+  };
+  Scan r = Scan::kYes;
+  if ((r = literal("{")) != Scan::kYes || (r = literal("\"name\"")) != Scan::kYes || (r = literal(":")) != Scan::kYes)
+    return r;
+  p = skip_space(s, p);
+  if (p >= s.size()) return Scan::kMore;
+  if (s[p] != '"') return Scan::kNo;
+  const size_t name_end = string_end(s, p);
+  if (name_end == std::string::npos) return Scan::kMore;
+  const json n = json::parse(s.begin() + static_cast<std::ptrdiff_t>(p),
+                             s.begin() + static_cast<std::ptrdiff_t>(name_end), nullptr, false);
+  if (!n.is_string() || n.get<std::string>().empty()) return Scan::kNo;
+  p = name_end;
+  if ((r = literal(",")) != Scan::kYes) return r;
+  p = skip_space(s, p);
+  if (p >= s.size()) return Scan::kMore;
+  size_t pa = p, pp = p;
+  const Scan a = expect(s, &pa, "\"arguments\""), b = expect(s, &pp, "\"parameters\"");
+  if (a != Scan::kYes && b != Scan::kYes) return a == Scan::kMore || b == Scan::kMore ? Scan::kMore : Scan::kNo;
+  p = a == Scan::kYes ? pa : pp;
+  if ((r = literal(":")) != Scan::kYes) return r;
+  p = skip_space(s, p);
+  if (p >= s.size()) return Scan::kMore;
+  if (s[p] != '{') return Scan::kNo;  // arguments as a string are read whole at the end
+  *name = n.get<std::string>();
+  *args = p;
+  return Scan::kYes;
+}
+
 }  // namespace
 
 ToolCallFormat detect_tool_call_format(const std::string& t) {
@@ -240,7 +355,7 @@ const char* tool_call_format_name(ToolCallFormat f) {
   return "generic";
 }
 
-AssistantReply parse_assistant_reply(ToolCallFormat f, const std::string& text) {
+AssistantReply parse_assistant_reply(ToolCallFormat f, const std::string& text, bool parallel) {
   std::optional<AssistantReply> r;
   switch (f) {
     case ToolCallFormat::kHermes:
@@ -257,7 +372,125 @@ AssistantReply parse_assistant_reply(ToolCallFormat f, const std::string& text) 
       break;
   }
   if (!r) return AssistantReply{text, {}};
+  if (!parallel && r->tool_calls.size() > 1) r->tool_calls.resize(1);
   return *r;
+}
+
+std::string minify_json(std::string_view t) {
+  std::string out;
+  out.reserve(t.size());
+  bool in_string = false, escaped = false;
+  for (char c : t) {
+    if (in_string) {
+      out += c;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+      out += c;
+    } else if (!is_space(c)) {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void ToolCallStream::push(std::string_view piece, std::vector<Delta>* out) {
+  text_.append(piece);
+  if (sent_.empty()) {  // content ends where the first call begins
+    const size_t settled = settled_content_length(format_, text_);
+    if (settled > content_sent_) {
+      out->push_back(Delta{-1, "", text_.substr(content_sent_, settled - content_sent_)});
+      content_sent_ = settled;
+    }
+  }
+  if (!lost_) follow(out);
+}
+
+// Reads the calls from where content ends, in the format's framing, and sends what is new. The
+// whole reply is read again on each piece (replies are short; the state stays trivially right).
+void ToolCallStream::follow(std::vector<Delta>* out) {
+  const std::string& s = text_;
+  size_t p = settled_content_length(format_, s);
+  auto stop = [&](Scan r) { lost_ = r == Scan::kNo; };
+  auto at_end = [&] {
+    p = skip_space(s, p);
+    return p >= s.size();
+  };
+  Scan r = Scan::kYes;
+  if (format_ == ToolCallFormat::kLlama3 || format_ == ToolCallFormat::kMistral) {
+    size_t q = p;
+    r = expect(s, &q, format_ == ToolCallFormat::kLlama3 ? kPythonTag : kMistralOpen);
+    if (r == Scan::kMore) return;
+    if (r == Scan::kYes) p = q;
+    if (format_ == ToolCallFormat::kMistral) {
+      if (at_end()) return;
+      if ((r = expect(s, &p, "[")) != Scan::kYes) return stop(r);
+    }
+  }
+  for (size_t k = 0; parallel_ || k < 1; ++k) {
+    if (format_ == ToolCallFormat::kHermes) {
+      if (at_end()) return;
+      if ((r = expect(s, &p, kHermesOpen)) != Scan::kYes) return stop(r);
+    }
+    std::string name;
+    size_t args = 0;
+    if (at_end()) return;
+    const size_t call_start = p;
+    if ((r = call_head(s, p, &name, &args)) != Scan::kYes) return stop(r);
+    if (k == sent_.size()) {
+      out->push_back(Delta{static_cast<int>(k), name, ""});
+      sent_.push_back(Sent{name, ""});
+    } else if (sent_[k].name != name) {
+      return stop(Scan::kNo);
+    }
+    const size_t end = json_end(s, args);
+    send_arguments(
+        k, minify_json(std::string_view(s).substr(args, end == std::string::npos ? s.size() - args : end - args)), out);
+    if (end == std::string::npos) return;
+    p = json_end(s, call_start);  // members after the arguments (an id) are the final parse's
+    if (p == std::string::npos) return;
+    // What separates this call from the next one.
+    if (at_end()) return;
+    if (format_ == ToolCallFormat::kHermes) {
+      if ((r = expect(s, &p, kHermesClose)) != Scan::kYes) return stop(r);
+    } else if (format_ == ToolCallFormat::kMistral) {
+      if (s[p] == ']') return;
+      if ((r = expect(s, &p, ",")) != Scan::kYes) return stop(r);
+    } else if (s[p] == ';') {
+      ++p;
+    }
+  }
+}
+
+void ToolCallStream::send_arguments(size_t k, const std::string& arguments, std::vector<Delta>* out) {
+  std::string& sent = sent_[k].arguments;
+  // What was sent cannot be taken back: only a continuation of it is sent.
+  if (arguments.size() <= sent.size() || arguments.compare(0, sent.size(), sent) != 0) return;
+  out->push_back(Delta{static_cast<int>(k), "", arguments.substr(sent.size())});
+  sent = arguments;
+}
+
+void ToolCallStream::finish(std::vector<Delta>* out) {
+  const AssistantReply r = parse_assistant_reply(format_, text_, parallel_);
+  // Content not sent yet: the text before the calls, or the whole reply when it holds none (unless
+  // a call was streamed already: its text is that call's, cut short).
+  if ((sent_.empty() || !r.tool_calls.empty()) && r.content.size() > content_sent_) {
+    out->push_back(Delta{-1, "", r.content.substr(content_sent_)});
+    content_sent_ = r.content.size();
+  }
+  for (size_t k = 0; k < r.tool_calls.size(); ++k) {
+    const ToolCall& c = r.tool_calls[k];
+    if (k == sent_.size()) {
+      out->push_back(Delta{static_cast<int>(k), c.name, ""});
+      sent_.push_back(Sent{c.name, ""});
+    }
+    if (sent_[k].name == c.name) send_arguments(k, c.arguments, out);
+  }
 }
 
 size_t settled_content_length(ToolCallFormat f, const std::string& text) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace server {
@@ -30,7 +31,53 @@ struct AssistantReply {
 };
 
 // Splits a finished reply. Text that only looks like a call (malformed JSON, no name) stays content.
-AssistantReply parse_assistant_reply(ToolCallFormat f, const std::string& text);
+// Arguments written as a JSON object are the model's text without blanks outside strings
+// (minify_json), so they equal what ToolCallStream streamed. `parallel` false (OpenAI's
+// parallel_tool_calls) keeps at most the first call.
+AssistantReply parse_assistant_reply(ToolCallFormat f, const std::string& text, bool parallel = true);
+
+// JSON text without the blanks outside strings; every other byte kept. A streaming transform: the
+// result of a prefix is a prefix of the result of the whole.
+std::string minify_json(std::string_view json_text);
+
+// A reply read while it streams, in OpenAI's streaming shape: settled content as it comes, then for
+// each call a first delta with its name (once its head `{"name": "..", "arguments": {` is complete)
+// and its arguments in fragments as the model writes them (minified). A reply the stream cannot
+// follow (another JSON shape, a fenced block) is held and settled by finish(): text that is not a
+// call is content, calls not streamed yet are sent whole. A call already streamed stays a call even
+// when the reply ends before it closes (max_tokens), as OpenAI's own streams do.
+class ToolCallStream {
+ public:
+  struct Delta {
+    int call = -1;     // -1: content; else the call's index
+    std::string name;  // a call's first delta: its name (text then is "")
+    std::string text;  // content, or a fragment of the call's arguments
+  };
+
+  ToolCallStream(ToolCallFormat f, bool parallel) : format_(f), parallel_(parallel) {}
+  // Appends a piece of the reply; *out receives what it settles.
+  void push(std::string_view piece, std::vector<Delta>* out);
+  // The reply is complete: *out receives everything still owed.
+  void finish(std::vector<Delta>* out);
+  // Calls sent so far (finish_reason "tool_calls" when any).
+  size_t calls_sent() const { return sent_.size(); }
+  const std::string& text() const { return text_; }
+
+ private:
+  struct Sent {
+    std::string name;
+    std::string arguments;
+  };
+  void follow(std::vector<Delta>* out);
+  void send_arguments(size_t k, const std::string& arguments, std::vector<Delta>* out);
+
+  ToolCallFormat format_;
+  bool parallel_;
+  std::string text_;
+  size_t content_sent_ = 0;
+  std::vector<Sent> sent_;
+  bool lost_ = false;  // the reply left the shapes the stream follows: finish() settles the rest
+};
 
 // While streaming: how many leading bytes of the reply so far are content whatever comes next
 // (a call, or a prefix of its opening marker, begins after them).

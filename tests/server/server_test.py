@@ -634,6 +634,27 @@ def test_tools(binary, model):
                       and not any("<tool_call>" in (e["choices"][0]["delta"].get("content") or "")
                                   for e in events[:-1] if e["choices"]),
                       "streamed: the content, no marker text, then the call")
+                # Two calls: streamed as they are written (each call's arguments in several
+                # fragments), and parallel_tool_calls false keeps only the first, streamed or not.
+                gbnf2 = (r'root ::= "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>\n'
+                         r'<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>"')
+                for parallel, n_calls in [(True, 2), (False, 1)]:
+                    body = {"messages": msgs, "tools": WEATHER_TOOLS, "grammar": gbnf2, "max_tokens": 400,
+                            "temperature": 0, "parallel_tool_calls": parallel}
+                    status, full, _ = request(p, "POST", "/v1/chat/completions", body)
+                    calls = full["choices"][0]["message"].get("tool_calls") or [] if status == 200 else []
+                    check(status == 200 and [c["function"]["name"] for c in calls] == ["add", "get_weather"][:n_calls]
+                          and all(valid_call(c, WEATHER_TOOLS) for c in calls),
+                          f"parallel_tool_calls {parallel}: {n_calls} call(s) {calls}")
+                    status, events, _, _ = stream(p, "/v1/chat/completions", {**body, "stream": True})
+                    s_calls, s_content = streamed_tool_calls(events)
+                    fragments = [sum(1 for e in events if e != "[DONE]" and e["choices"]
+                                     for tc in e["choices"][0]["delta"].get("tool_calls") or []
+                                     if tc["index"] == k and tc.get("function", {}).get("arguments"))
+                                 for k in range(len(s_calls))]
+                    check(status == 200 and [c["function"] for c in s_calls] == [c["function"] for c in calls]
+                          and s_content == "" and all(f >= 2 for f in fragments),
+                          f"parallel_tool_calls {parallel}: streamed calls == completed ones, arguments in fragments {fragments}")
             # The round trip: the call and its result go back through the template.
             call = {"id": "abcDEF123", "type": "function",
                     "function": {"name": "get_weather", "arguments": '{"city": "Paris", "unit": "celsius"}'}}
@@ -695,6 +716,8 @@ def test_openai_npm(port, model_id, binary, model):
                       f"openai client: tool_calls {out['call']}")
                 check(out["streamed_call"] == out["call"]["function"], "openai client: streamed call (runTools-style "
                       "accumulation) == completed call")
+                check(out["streamed_fragments"] >= 2,
+                      f"openai client: arguments streamed in {out['streamed_fragments']} fragments as generated")
                 check(isinstance(out["answer"], str) and out["answer_finish"] in ("stop", "length"),
                       f"openai client: final answer after the tool result: {out['answer'][:40]!r}")
             else:

@@ -171,6 +171,23 @@ TEST(ServerApiRequest, ToolChoiceRequiredForcesACallGrammar) {
   EXPECT_EQ(err->param, "messages[0].tool_call_id");
 }
 
+TEST(ServerApiRequest, ParallelToolCallsIsReadAndChecked) {
+  const ChatTemplates t = chat_templates_from_text("hermes", "{{ '<tool_call>' }}{{ messages[0].content }}", "");
+  const ModelFacts facts{nullptr, 512, 256, nullptr, &t};
+  const std::string head = R"({"messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function",)"
+                           R"("function":{"name":"f"}}])";
+  ApiRequest dflt, off, on, bad;
+  ASSERT_FALSE(parse_api_request(head + "}", Endpoint::kChat, facts, &dflt));
+  EXPECT_TRUE(dflt.parallel_tool_calls);  // OpenAI's default
+  ASSERT_FALSE(parse_api_request(head + R"(,"parallel_tool_calls":false})", Endpoint::kChat, facts, &off));
+  EXPECT_FALSE(off.parallel_tool_calls);
+  ASSERT_FALSE(parse_api_request(head + R"(,"parallel_tool_calls":true})", Endpoint::kChat, facts, &on));
+  EXPECT_TRUE(on.parallel_tool_calls);
+  auto err = parse_api_request(head + R"(,"parallel_tool_calls":"no"})", Endpoint::kChat, facts, &bad);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->param, "parallel_tool_calls");
+}
+
 TEST(ServerApiRequest, TemplateErrorsNameTheConstruct) {
   const ChatTemplates refuses = chat_templates_from_text(
       "strict", "{{ raise_exception('Conversation roles must alternate user/assistant') }}", "");

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <lmrt/lmrt.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tool_call_grammar.h"
 
@@ -227,6 +229,160 @@ TEST(ToolCallGrammar, AnUnsupportedSchemaNamesTheTool) {
   EXPECT_FALSE(tool_call_grammar(ToolCallFormat::kHermes, tools, &error).has_value());
   EXPECT_NE(error.find("tools[0] (f)"), std::string::npos) << error;
   EXPECT_NE(error.find("pattern"), std::string::npos) << error;
+}
+
+// --- the reply read as it streams (ToolCallStream) ---
+
+struct Streamed {
+  std::string content;
+  std::vector<ToolCall> calls;
+  size_t argument_deltas_before_end = 0;  // argument fragments sent while the reply still streamed
+  size_t names_before_end = 0;
+};
+
+void take(const std::vector<ToolCallStream::Delta>& deltas, Streamed* s, bool streaming) {
+  for (const auto& d : deltas) {
+    if (d.call < 0) {
+      s->content += d.text;
+      continue;
+    }
+    ASSERT_LE(static_cast<size_t>(d.call), s->calls.size());
+    if (static_cast<size_t>(d.call) == s->calls.size()) {
+      ASSERT_FALSE(d.name.empty()) << "a call's first delta names it";
+      s->calls.push_back(ToolCall{d.name, ""});
+      s->names_before_end += streaming ? 1 : 0;
+      continue;
+    }
+    EXPECT_TRUE(d.name.empty());
+    s->calls[static_cast<size_t>(d.call)].arguments += d.text;
+    s->argument_deltas_before_end += streaming ? 1 : 0;
+  }
+}
+
+// Feeds `text` in pieces of 1..5 bytes (as tokens come) and collects what the client would see.
+Streamed stream_reply(ToolCallFormat f, const std::string& text, bool parallel = true) {
+  ToolCallStream stream(f, parallel);
+  Streamed s;
+  std::vector<ToolCallStream::Delta> deltas;
+  size_t i = 0, n = 1;
+  while (i < text.size()) {
+    const size_t len = std::min(n, text.size() - i);
+    deltas.clear();
+    stream.push(std::string_view(text).substr(i, len), &deltas);
+    take(deltas, &s, true);
+    i += len;
+    n = n % 5 + 1;
+  }
+  deltas.clear();
+  stream.finish(&deltas);
+  take(deltas, &s, false);
+  EXPECT_EQ(stream.calls_sent(), s.calls.size());
+  return s;
+}
+
+// The streamed content and calls are exactly the complete reply's (same bytes of arguments), and
+// the calls were streamed, not sent at the end: a name and several argument fragments each.
+void expect_streams_like_complete(ToolCallFormat f, const std::string& text, size_t n_calls) {
+  const AssistantReply whole = parse_assistant_reply(f, text);
+  ASSERT_EQ(whole.tool_calls.size(), n_calls) << text;
+  const Streamed s = stream_reply(f, text);
+  EXPECT_EQ(s.content, whole.content) << text;
+  ASSERT_EQ(s.calls.size(), n_calls) << text;
+  for (size_t k = 0; k < n_calls; ++k) {
+    EXPECT_EQ(s.calls[k].name, whole.tool_calls[k].name);
+    EXPECT_EQ(s.calls[k].arguments, whole.tool_calls[k].arguments);
+    EXPECT_TRUE(json::accept(s.calls[k].arguments)) << s.calls[k].arguments;
+  }
+  EXPECT_EQ(s.names_before_end, n_calls) << text;
+  EXPECT_GE(s.argument_deltas_before_end, 2 * n_calls) << text;
+}
+
+TEST(ToolCallStream, EveryFormatStreamsNamesThenArgumentFragments) {
+  expect_streams_like_complete(
+      ToolCallFormat::kHermes,
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Berlin\", \"unit\": \"c\"}}\n</tool_call>",
+      2);
+  expect_streams_like_complete(ToolCallFormat::kLlama3,
+                               "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"San Francisco, CA\"}}", 1);
+  expect_streams_like_complete(ToolCallFormat::kLlama3,
+                               "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"q\": \"x y\"}}; {\"name\": \"b\", "
+                               "\"parameters\": {\"n\": 1.50, \"s\": \"\\\"quoted\\\" \\u00e9\"}}",
+                               2);
+  expect_streams_like_complete(
+      ToolCallFormat::kMistral,
+      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"abc123def\"}, "
+      "{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}]",
+      2);
+  expect_streams_like_complete(ToolCallFormat::kGeneric,
+                               "{\"name\": \"h\", \"arguments\": {\"k\": null, \"list\": [1, 2, {\"a\": \"}\"}]}}", 1);
+}
+
+// Arguments keep the model's own text (numbers, escapes), only the blanks between tokens go.
+TEST(ToolCallStream, ArgumentsAreTheModelsTextMinified) {
+  EXPECT_EQ(minify_json("{ \"a\" : [1.50, 2e3 ],\n \"b\": \"x  \\\" y\" }"), "{\"a\":[1.50,2e3],\"b\":\"x  \\\" y\"}");
+  const AssistantReply r = parse_assistant_reply(
+      ToolCallFormat::kHermes,
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"t\": 21.0, \"s\": \"\\u00e9\"}}\n</tool_call>");
+  ASSERT_EQ(r.tool_calls.size(), 1u);
+  EXPECT_EQ(r.tool_calls[0].arguments, "{\"t\":21.0,\"s\":\"\\u00e9\"}");
+}
+
+// Shapes the stream does not follow as it goes are settled at the end: fenced or wrapped calls
+// arrive whole, and text that is not a call is content.
+TEST(ToolCallStream, WhatIsNotACallIsContentAndOtherShapesArriveAtTheEnd) {
+  for (const std::string& text :
+       {std::string("{\"answer\": 42}"), std::string("Use <tool_call> tags to call tools."),
+        std::string("<tool_call>{\"arguments\": {}}</tool_call>"), std::string("The answer is {\"name\": \"x\"}.")}) {
+    for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kGeneric, ToolCallFormat::kLlama3}) {
+      const Streamed s = stream_reply(f, text);
+      const AssistantReply whole = parse_assistant_reply(f, text);
+      if (!whole.tool_calls.empty()) continue;
+      EXPECT_TRUE(s.calls.empty()) << tool_call_format_name(f) << ": " << text;
+      EXPECT_EQ(s.content, text) << tool_call_format_name(f);
+    }
+  }
+  const std::string fenced = "```json\n{\"tool_call\": {\"name\": \"g\", \"arguments\": {\"x\": 1}}}\n```\n";
+  const Streamed s = stream_reply(ToolCallFormat::kGeneric, fenced);
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].name, "g");
+  EXPECT_EQ(s.calls[0].arguments, "{\"x\":1}");
+  EXPECT_EQ(s.content, "");
+  // Arguments written as a JSON string: the call is sent whole at the end, decoded.
+  const Streamed q =
+      stream_reply(ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": \"{\\\"x\\\": [1, 2]}\"}");
+  ASSERT_EQ(q.calls.size(), 1u);
+  EXPECT_EQ(json::parse(q.calls[0].arguments), json({{"x", {1, 2}}}));
+}
+
+// parallel_tool_calls false: one call, in the stream and in the complete reply.
+TEST(ToolCallStream, ParallelFalseKeepsTheFirstCall) {
+  const std::string text =
+      "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", "
+      "\"arguments\": {}}\n</tool_call>";
+  EXPECT_EQ(parse_assistant_reply(ToolCallFormat::kHermes, text).tool_calls.size(), 2u);
+  const AssistantReply one = parse_assistant_reply(ToolCallFormat::kHermes, text, false);
+  ASSERT_EQ(one.tool_calls.size(), 1u);
+  EXPECT_EQ(one.tool_calls[0].name, "a");
+  const Streamed s = stream_reply(ToolCallFormat::kHermes, text, false);
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].name, "a");
+  EXPECT_EQ(s.calls[0].arguments, "{\"x\":1}");
+  const Streamed m =
+      stream_reply(ToolCallFormat::kMistral,
+                   "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {}}]", false);
+  EXPECT_EQ(m.calls.size(), 1u);
+}
+
+// The grammar-forced call of each format, generated by a real model, streams to the same call.
+TEST(ToolCallStream, GrammarForcedCallsOfARealModelStreamIdentically) {
+  for (ToolCallFormat f :
+       {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kMistral, ToolCallFormat::kGeneric}) {
+    std::string error;
+    const auto grammar = tool_call_grammar(f, kTools, &error);
+    ASSERT_TRUE(grammar.has_value()) << error;
+    expect_streams_like_complete(f, generate_with_grammar(*grammar), 1);
+  }
 }
 
 }  // namespace
