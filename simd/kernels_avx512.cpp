@@ -2,7 +2,8 @@
 //
 // The Q4_0 matmul has two paths. Decode (one token) keeps the GGUF block layout and puts one block in
 // each 128-bit lane: a 512-bit step covers 4 blocks, with the block's first 16 elements in one register
-// and its last 16 in another (exactly its low and high nibbles). Prefill (several tokens) first repacks
+// and its last 16 in another (exactly its low and high nibbles); 2 or 3 tokens take the same steps in tiles of 4
+// rows x 3 tokens. Prefill (4 tokens or more) first repacks
 // 16 rows at a time so one register holds 4 elements of each of the 16 rows, then streams every token
 // through the repacked slab (see the prefill section). VNNI multiplies unsigned weights by signed
 // activations, so the nibbles are used as stored (q + 8) and the offset is removed by starting each
@@ -256,6 +257,10 @@ constexpr size_t kMaxLaneSteps = 128;
 constexpr size_t kPackRows = 16;
 constexpr size_t kSlabBlocks = 32;
 constexpr size_t kPrefillToks = 12;
+// Fewer tokens (a batched decode step of 2 or 3 sequences) take QuantTiles: repacking a slab for so few tokens
+// costs more than it saves (lmrt_quant_matmul_bench avx512 2048 768 200 5 NTOK, weights from memory: 2 tokens
+// 9.6 GB/s through the tiles against 7.5 through the slabs; 4 tokens 4.7 against 6.0).
+constexpr size_t kPrefillMinToks = 4;
 
 // Register j of a block pairs with activation dword j: raw dword j (< 4) of a Q4_0 block holds elements
 // 4j..4j+3 in its low nibbles and 16+4j..16+4j+3 in its high nibbles, so register j holds the low
@@ -444,7 +449,7 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
     tiling::run_tiled<Q4_0DecodeTiles>(w, w_row_bytes, xs, 0, n, 1, r0, r1, y, ldy);
     return;
   }
-  if (n_tok <= 1 || r0 >= r1) {
+  if (n_tok < kPrefillMinToks || r0 >= r1) {
     tiling::run_tiled<QuantTiles<Q4_0Weights>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
     return;
   }
