@@ -2,7 +2,9 @@
 //
 // The Q4_0 matmul has two paths. Decode (one token) keeps the GGUF block layout and puts one block in
 // each 128-bit lane: a 512-bit step covers 4 blocks, with the block's first 16 elements in one register
-// and its last 16 in another (exactly its low and high nibbles). Prefill (several tokens) first repacks
+// and its last 16 in another (exactly its low and high nibbles); 2 or 3 tokens take the same steps in tiles of 4
+// rows x 3 tokens, 4 to 6 tokens the small-batch kernel (each step split once for all tokens). Prefill (7 tokens
+// or more) first repacks
 // 16 rows at a time so one register holds 4 elements of each of the 16 rows, then streams every token
 // through the repacked slab (see the prefill section). VNNI multiplies unsigned weights by signed
 // activations, so the nibbles are used as stored (q + 8) and the offset is removed by starting each
@@ -256,6 +258,11 @@ constexpr size_t kMaxLaneSteps = 128;
 constexpr size_t kPackRows = 16;
 constexpr size_t kSlabBlocks = 32;
 constexpr size_t kPrefillToks = 12;
+// Fewer tokens (a batched decode step of 2 or 3 sequences) take QuantTiles, up to kSmallBatchToks the small-batch
+// kernel: repacking a slab for so few tokens costs more than it saves (lmrt_quant_matmul_bench avx512 2048 768 200 5
+// NTOK, weights from memory: 2 tokens 9.6 GB/s through the tiles against 7.5 through the slabs; 4 tokens 4.7
+// against 6.0).
+constexpr size_t kPrefillMinToks = 4;
 
 // Register j of a block pairs with activation dword j: raw dword j (< 4) of a Q4_0 block holds elements
 // 4j..4j+3 in its low nibbles and 16+4j..16+4j+3 in its high nibbles, so register j holds the low
@@ -430,8 +437,80 @@ void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1
   }
 }
 
+// ---- Q4_0 small batches (a batched decode step of kPrefillMinToks to kSmallBatchToks sequences) ----
+//
+// The decode layout, no repacking: each row's 4-block step is loaded and split once for all T tokens, whose
+// activation lanes (LaneX) are prepared once per call for a stretch of steps (kMaxLaneSteps lanes on the stack,
+// as one-token decode), so a step costs one weight load and T dot products. lmrt_quant_matmul_bench avx512 2048
+// 768 200 5 NTOK, weights from memory: 4 tokens 7.6 GB/s against 6.3 through the slab GEMM, 8 tokens 4.9 against
+// 4.8 (so the GEMM from 7 on); 2 and 3 tokens 9.8 and 7.9 against 12.2 and 9.3 through QuantTiles (which keeps them).
+constexpr size_t kSmallBatchToks = 6;
+
+// Rows [r0, r1) over steps [s0, s1) of T tokens whose lanes are xs[(s - s0) * T + t]; the first stretch stores Y,
+// later ones add.
+template <int T>
+void q4_0_small_rows(const MatmulArgs& a, const LaneX* xs, size_t s0, size_t s1, size_t r0, size_t r1) {
+  const size_t nb = a.n / kBlock;
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = a.w + r * a.w_row_bytes;
+    __m512 acc[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (size_t s = s0; s < s1; ++s) {
+      const size_t b = s * kGroup;
+      // The row after next, at the pace this one is read (adjacent rows are one stream).
+      const uint8_t* ahead = row + 2 * a.w_row_bytes + b * kQ4Bytes;
+      _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
+      const QuantStep ws = nb - b >= kGroup ? Q4_0Weights::load<true>(row + b * kQ4Bytes, kGroup)
+                                            : Q4_0Weights::load<false>(row + b * kQ4Bytes, nb - b);
+      const LaneX* xt = xs + (s - s0) * T;
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[t] = step_dot(ws, xt[t], acc[t]);
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      const float v = _mm512_reduce_add_ps(acc[t]);
+      float& out = a.y[t * a.ldy + r];
+      out = s0 == 0 ? v : out + v;
+    }
+  }
+}
+
+template <int T>
+void matmul_q4_0_small(const MatmulArgs& a, size_t r0, size_t r1) {
+  const size_t nb = a.n / kBlock, steps = (nb + kGroup - 1) / kGroup;
+  constexpr size_t kStretch = kMaxLaneSteps / T;  // steps whose lanes fit the stack buffer
+  LaneX xs[kStretch * T];
+  for (size_t s0 = 0; s0 < steps; s0 += kStretch) {
+    const size_t s1 = steps - s0 < kStretch ? steps : s0 + kStretch;
+    for (size_t s = s0; s < s1; ++s) {
+      const size_t b = s * kGroup;
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* xp = a.x + t * a.x_row_bytes + b * kActBytes;
+        xs[(s - s0) * T + t] = nb - b >= kGroup ? lane_x<true>(xp, kGroup) : lane_x<false>(xp, nb - b);
+      }
+    }
+    q4_0_small_rows<T>(a, xs, s0, s1, r0, r1);
+  }
+}
+
+using SmallBatchFn = void (*)(const MatmulArgs&, size_t, size_t);
+template <size_t... I>
+constexpr auto small_batch_fns(std::index_sequence<I...>) {
+  return std::array<SmallBatchFn, sizeof...(I)>{matmul_q4_0_small<static_cast<int>(I + kPrefillMinToks)>...};
+}
+// kSmallBatch[n_tok - kPrefillMinToks] handles n_tok tokens.
+constexpr auto kSmallBatch = small_batch_fns(std::make_index_sequence<kSmallBatchToks - kPrefillMinToks + 1>());
+
 void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                  size_t r0, size_t r1, float* y, size_t ldy) {
+  if (n_tok >= kPrefillMinToks && n_tok <= kSmallBatchToks && r0 < r1) {
+    const MatmulArgs a{
+        static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
+    kSmallBatch[n_tok - kPrefillMinToks](a, r0, r1);
+    return;
+  }
   const size_t steps = (n / kBlock + kGroup - 1) / kGroup;
   if (n_tok == 1 && r0 < r1 && steps <= kMaxLaneSteps) {
     LaneX xs[kMaxLaneSteps];
@@ -444,7 +523,7 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
     tiling::run_tiled<Q4_0DecodeTiles>(w, w_row_bytes, xs, 0, n, 1, r0, r1, y, ldy);
     return;
   }
-  if (n_tok <= 1 || r0 >= r1) {
+  if (n_tok < kPrefillMinToks || r0 >= r1) {
     tiling::run_tiled<QuantTiles<Q4_0Weights>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
     return;
   }

@@ -75,13 +75,7 @@ void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool 
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(wd, _mm256_set1_ps(xt[t][b].d)), acc[t]);
     }
   }
-  const __m256i rows = first_lanes8(n_rows);
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    float* yt = y + t * ldy;
-    const __m256 v = first ? acc[t] : _mm256_add_ps(acc[t], _mm256_maskload_ps(yt, rows));
-    _mm256_maskstore_ps(yt, rows, v);
-  }
+  slab_gemm::store_rows<T>(acc, first, y, ldy, n_rows);
 }
 
 // slab_gemm.h's kernel.

@@ -29,128 +29,113 @@ struct Slab {
 
 using AliasedI32 = int32_t __attribute__((may_alias));
 
-// Unpacks and transposes super-blocks [b0, b0 + nbs) of the 8 rows into s.
-template <class W>
-void repack(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs, Slab& s) {
-  alignas(32) uint8_t codes[kRows][kQK];
-  alignas(32) int16_t scales[kRows][16], bias[kRows][16];
-  alignas(32) float d[kRows], dbias[kRows];
-  for (size_t b = 0; b < nbs; ++b) {
-    for (size_t r = 0; r < kRows; ++r) {
-      const Unpacked u = W::load(rows[r] + (b0 + b) * W::kBlockBytes);
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(codes[r] + 32 * c), u.q[c]);
-      _mm_store_si128(reinterpret_cast<__m128i*>(scales[r]), _mm256_castsi256_si128(u.sc[0]));
-      _mm_store_si128(reinterpret_cast<__m128i*>(scales[r] + 8), _mm256_castsi256_si128(u.sc[1]));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(bias[r]), u.bias);
-      d[r] = u.d;
-      dbias[r] = W::kBiasOwnScale ? u.dbias : u.d;
-    }
-    const uint8_t *cp[kRows], *sp[kRows], *bp[kRows];
-    for (size_t r = 0; r < kRows; ++r) {
-      cp[r] = codes[r];
-      sp[r] = reinterpret_cast<const uint8_t*>(scales[r]);
-      bp[r] = reinterpret_cast<const uint8_t*>(bias[r]);
-    }
-    for (size_t o = 0; o < kQK; o += 16) transpose_dwords8(cp, o, &s.q[b][o / 4]);
-    __m256i pairs[8];  // dword r of pairs[k]: scales 2k, 2k + 1 of row r
-    transpose_dwords8(sp, 0, pairs);
-    transpose_dwords8(sp, 16, pairs + 4);
-    transpose_dwords8(bp, 0, s.bias[b]);
-    transpose_dwords8(bp, 16, s.bias[b] + 4);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      const __m256i even = _mm256_and_si256(pairs[k], _mm256_set1_epi32(0xFFFF));
-      const __m256i odd = _mm256_srli_epi32(pairs[k], 16);
-      s.sc[b][2 * k] = _mm256_or_si256(even, _mm256_slli_epi32(even, 16));
-      s.sc[b][2 * k + 1] = _mm256_or_si256(odd, _mm256_slli_epi32(odd, 16));
-    }
-    s.d[b] = _mm256_load_ps(d);
-    s.dbias[b] = _mm256_load_ps(dbias);
-  }
-}
-
-// Y[t * ldy + r'] for the slab's rows (the first n_rows) and T tokens whose Q8_K rows start at x (advanced to
-// the slab's first super-block), `x_row_bytes` apart. The first slab stores, later ones add.
-template <class W, int T>
-void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
-          int n_rows) {
-  constexpr int G = W::kScaleGroups, kDwords = 64 / G, kScaleStep = 16 / G;
-  // Dwords whose maddubs products (each at most 2 * kMaxCode * 127) add up within 16 bits.
-  constexpr int kFit = 32767 / (2 * W::kMaxCode * 127), kRun = kFit < kDwords ? kFit : kDwords;
-  static_assert(kRun >= 1 && kDwords % kRun == 0);
-  const BlockQ8_K* xt[T];
-  __m256 acc[T];
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
-    acc[t] = _mm256_setzero_ps();
-  }
-  for (size_t b = 0; b < nbs; ++b) {
-    __m256i tot[T], s16[T];
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
-#pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) {
-#pragma GCC unroll 8
-      for (int k0 = 0; k0 < kDwords; k0 += kRun) {
-#pragma GCC unroll 8
-        for (int k = k0; k < k0 + kRun; ++k) {
-          const __m256i w = _mm256_load_si256(&s.q[b][g * kDwords + k]);
-#pragma GCC unroll 8
-          for (int t = 0; t < T; ++t) {
-            const __m256i xv = _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[g * kDwords + k]);
-            const __m256i p = _mm256_maddubs_epi16(w, xv);
-            s16[t] = k == k0 ? p : _mm256_add_epi16(s16[t], p);
-          }
-        }
-        const __m256i sc = _mm256_load_si256(&s.sc[b][g * kScaleStep]);
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) tot[t] = _mm256_add_epi32(tot[t], _mm256_madd_epi16(s16[t], sc));
-      }
-    }
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      const __m256i bias = _mm256_load_si256(&s.bias[b][k]);
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m256i p =
-            _mm256_madd_epi16(bias, _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].bsums)[k]));
-        s16[t] = k == 0 ? p : _mm256_add_epi32(s16[t], p);  // the bias sums, in 32 bits
-      }
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256 xd = _mm256_set1_ps(xt[t][b].d);
-      if constexpr (W::kBiasOwnScale)
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s16[t]), _mm256_mul_ps(s.dbias[b], xd), acc[t]);
-      else
-        tot[t] = _mm256_add_epi32(tot[t], s16[t]);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(s.d[b], xd), acc[t]);
-    }
-  }
-  const __m256i rows = first_lanes8(n_rows);
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    float* yt = y + t * ldy;
-    const __m256 v = first ? acc[t] : _mm256_add_ps(acc[t], _mm256_maskload_ps(yt, rows));
-    _mm256_maskstore_ps(yt, rows, v);
-  }
-}
-
-// slab_gemm.h's kernel for weight type W.
-template <class W>
-struct Kernel {
+// slab_gemm::ForType's G.
+struct Ops {
   static constexpr size_t kRows = gemm::kRows, kSlabBlocks = kSlabSupers, kToks = gemm::kToks;
-  static constexpr size_t kBlockBytes = W::kBlockBytes, kActBytes = sizeof(BlockQ8_K);
+  static constexpr size_t kActBytes = sizeof(BlockQ8_K);
   using Slab = gemm::Slab;
+
+  // Unpacks and transposes super-blocks [b0, b0 + nbs) of the 8 rows into s.
+  template <class W>
   static void repack(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs, Slab& s) {
-    gemm::repack<W>(rows, b0, nbs, s);
+    alignas(32) uint8_t codes[kRows][kQK];
+    alignas(32) int16_t scales[kRows][16], bias[kRows][16];
+    alignas(32) float d[kRows], dbias[kRows];
+    for (size_t b = 0; b < nbs; ++b) {
+      for (size_t r = 0; r < kRows; ++r) {
+        const Unpacked u = W::load(rows[r] + (b0 + b) * W::kBlockBytes);
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(codes[r] + 32 * c), u.q[c]);
+        _mm_store_si128(reinterpret_cast<__m128i*>(scales[r]), _mm256_castsi256_si128(u.sc[0]));
+        _mm_store_si128(reinterpret_cast<__m128i*>(scales[r] + 8), _mm256_castsi256_si128(u.sc[1]));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(bias[r]), u.bias);
+        d[r] = u.d;
+        dbias[r] = W::kBiasOwnScale ? u.dbias : u.d;
+      }
+      const uint8_t *cp[kRows], *sp[kRows], *bp[kRows];
+      for (size_t r = 0; r < kRows; ++r) {
+        cp[r] = codes[r];
+        sp[r] = reinterpret_cast<const uint8_t*>(scales[r]);
+        bp[r] = reinterpret_cast<const uint8_t*>(bias[r]);
+      }
+      for (size_t o = 0; o < kQK; o += 16) transpose_dwords8(cp, o, &s.q[b][o / 4]);
+      __m256i pairs[8];  // dword r of pairs[k]: scales 2k, 2k + 1 of row r
+      transpose_dwords8(sp, 0, pairs);
+      transpose_dwords8(sp, 16, pairs + 4);
+      transpose_dwords8(bp, 0, s.bias[b]);
+      transpose_dwords8(bp, 16, s.bias[b] + 4);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m256i even = _mm256_and_si256(pairs[k], _mm256_set1_epi32(0xFFFF));
+        const __m256i odd = _mm256_srli_epi32(pairs[k], 16);
+        s.sc[b][2 * k] = _mm256_or_si256(even, _mm256_slli_epi32(even, 16));
+        s.sc[b][2 * k + 1] = _mm256_or_si256(odd, _mm256_slli_epi32(odd, 16));
+      }
+      s.d[b] = _mm256_load_ps(d);
+      s.dbias[b] = _mm256_load_ps(dbias);
+    }
   }
-  template <int T>
+
+  // Y[t * ldy + r'] for the slab's rows (the first n_rows) and T tokens whose Q8_K rows start at x (advanced to
+  // the slab's first super-block), `x_row_bytes` apart. The first slab stores, later ones add.
+  template <class W, int T>
   static void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
                    int n_rows) {
-    gemm::tile<W, T>(s, nbs, x, x_row_bytes, first, y, ldy, n_rows);
+    constexpr int G = W::kScaleGroups, kDwords = 64 / G, kScaleStep = 16 / G;
+    // Dwords whose maddubs products (each at most 2 * kMaxCode * 127) add up within 16 bits.
+    constexpr int kFit = 32767 / (2 * W::kMaxCode * 127), kRun = kFit < kDwords ? kFit : kDwords;
+    static_assert(kRun >= 1 && kDwords % kRun == 0);
+    const BlockQ8_K* xt[T];
+    __m256 acc[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
+      acc[t] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < nbs; ++b) {
+      __m256i tot[T], s16[T];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+      for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
+        for (int k0 = 0; k0 < kDwords; k0 += kRun) {
+#pragma GCC unroll 8
+          for (int k = k0; k < k0 + kRun; ++k) {
+            const __m256i w = _mm256_load_si256(&s.q[b][g * kDwords + k]);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+              const __m256i xv = _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[g * kDwords + k]);
+              const __m256i p = _mm256_maddubs_epi16(w, xv);
+              s16[t] = k == k0 ? p : _mm256_add_epi16(s16[t], p);
+            }
+          }
+          const __m256i sc = _mm256_load_si256(&s.sc[b][g * kScaleStep]);
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) tot[t] = _mm256_add_epi32(tot[t], _mm256_madd_epi16(s16[t], sc));
+        }
+      }
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m256i bias = _mm256_load_si256(&s.bias[b][k]);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const __m256i p =
+              _mm256_madd_epi16(bias, _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].bsums)[k]));
+          s16[t] = k == 0 ? p : _mm256_add_epi32(s16[t], p);  // the bias sums, in 32 bits
+        }
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m256 xd = _mm256_set1_ps(xt[t][b].d);
+        if constexpr (W::kBiasOwnScale)
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s16[t]), _mm256_mul_ps(s.dbias[b], xd), acc[t]);
+        else
+          tot[t] = _mm256_add_epi32(tot[t], s16[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(s.d[b], xd), acc[t]);
+      }
+    }
+    slab_gemm::store_rows<T>(acc, first, y, ldy, n_rows);
   }
 };
 
@@ -159,7 +144,7 @@ template <class W>
 void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
             size_t r1, float* y, size_t ldy) {
   static_assert(!W::kSigned, "maddubs multiplies unsigned weight codes");
-  slab_gemm::run<Kernel<W>>(w, w_row_bytes, x, x_row_bytes, n / kQK, n_tok, r0, r1, y, ldy);
+  slab_gemm::run<slab_gemm::ForType<Ops, W>>(w, w_row_bytes, x, x_row_bytes, n / kQK, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace gemm

@@ -58,115 +58,100 @@ using AliasedI32 = int32_t __attribute__((may_alias));
   out[3] = _mm512_unpackhi_epi64(t01hi, t23hi);
 }
 
-// Unpacks and transposes super-blocks [b0, b0 + nbs) of the 16 rows into s.
-template <class W>
-void repack(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs, Slab& s) {
-  alignas(64) uint8_t codes[kRows][kQK];
-  alignas(64) int16_t scales[kRows][16], bias[kRows][16];
-  alignas(64) float d[kRows], dbias[kRows];
-  for (size_t b = 0; b < nbs; ++b) {
-#pragma GCC unroll 2
-    for (size_t r = 0; r < kRows; ++r) {
-      const Unpacked u = W::load(rows[r] + (b0 + b) * W::kBlockBytes);
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(codes[r] + 32 * c), u.q[c]);
-      _mm_store_si128(reinterpret_cast<__m128i*>(scales[r]), _mm256_castsi256_si128(u.sc[0]));
-      _mm_store_si128(reinterpret_cast<__m128i*>(scales[r] + 8), _mm256_castsi256_si128(u.sc[1]));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(bias[r]), u.bias);
-      d[r] = u.d;
-      dbias[r] = W::kBiasOwnScale ? u.dbias : u.d;
-    }
-    for (size_t o = 0; o < kQK; o += 16) transpose_dwords(codes[0], kQK, o, &s.q[b][o / 4]);
-    __m512i pairs[8];  // dword r of pairs[k]: scales 2k, 2k + 1 of row r
-    transpose_dwords(reinterpret_cast<const uint8_t*>(scales), 32, 0, pairs);
-    transpose_dwords(reinterpret_cast<const uint8_t*>(scales), 32, 16, pairs + 4);
-    transpose_dwords(reinterpret_cast<const uint8_t*>(bias), 32, 0, s.bias[b]);
-    transpose_dwords(reinterpret_cast<const uint8_t*>(bias), 32, 16, s.bias[b] + 4);
-    const __m512 dv = _mm512_load_ps(d);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      const __m512i even = _mm512_srai_epi32(_mm512_slli_epi32(pairs[k], 16), 16);
-      const __m512i odd = _mm512_srai_epi32(pairs[k], 16);
-      s.dsc[b][2 * k] = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(even));
-      s.dsc[b][2 * k + 1] = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(odd));
-    }
-    s.dbias[b] = _mm512_load_ps(dbias);
-  }
-}
-
-// Y[t * ldy + r'] for the slab's first n_rows rows and T tokens whose Q8_K rows start at x (advanced to the
-// slab's first super-block), `x_row_bytes` apart. The first slab stores, later ones add. G: scale groups per
-// super-block (8 for scales per 32 weights, 16 for per 16).
-template <int G, int T>
-void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
-          int n_rows) {
-  constexpr int kDwords = 64 / G, kScaleStep = 16 / G;
-  const BlockQ8_K* xt[T];
-  __m512 acc[T];
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) {
-    xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
-    acc[t] = _mm512_setzero_ps();
-  }
-  for (size_t b = 0; b < nbs; ++b) {
-    __m512 sacc[T];
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) sacc[t] = _mm512_setzero_ps();
-    __m512i sum[T];
-#pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) {
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
-        // Weight register outermost, tokens innermost: the T sums are independent chains.
-#pragma GCC unroll 8
-      for (int k = 0; k < kDwords; ++k) {
-        const __m512i w = _mm512_load_si512(&s.q[b][g * kDwords + k]);
-#pragma GCC unroll 16
-        for (int t = 0; t < T; ++t)
-          sum[t] = dpbusd_bcast(sum[t], w, reinterpret_cast<const AliasedI32*>(xt[t][b].qs) + g * kDwords + k);
-      }
-      const __m512 dsc = _mm512_load_ps(&s.dsc[b][g * kScaleStep]);
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), dsc, sacc[t]);
-    }
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      const __m512i bias = _mm512_load_si512(&s.bias[b][k]);
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t)
-        sum[t] = dpwssd_bcast(sum[t], bias, reinterpret_cast<const AliasedI32*>(xt[t][b].bsums) + k);
-    }
-    const __m512 dbias = _mm512_load_ps(&s.dbias[b]);
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), dbias, sacc[t]);
-      acc[t] = _mm512_fmadd_ps(sacc[t], _mm512_set1_ps(xt[t][b].d), acc[t]);
-    }
-  }
-  const auto rows = static_cast<__mmask16>((1u << n_rows) - 1);
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) {
-    float* yt = y + t * ldy;
-    const __m512 v = first ? acc[t] : _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(rows, yt));
-    _mm512_mask_storeu_ps(yt, rows, v);
-  }
-}
-
-// slab_gemm.h's kernel for weight type W.
-template <class W>
-struct Kernel {
+// slab_gemm::ForType's G.
+struct Ops {
   static constexpr size_t kRows = gemm::kRows, kSlabBlocks = kSlabSupers, kToks = gemm::kToks;
-  static constexpr size_t kBlockBytes = W::kBlockBytes, kActBytes = sizeof(BlockQ8_K);
+  static constexpr size_t kActBytes = sizeof(BlockQ8_K);
   using Slab = gemm::Slab;
+
+  // Unpacks and transposes super-blocks [b0, b0 + nbs) of the 16 rows into s.
+  template <class W>
   static void repack(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs, Slab& s) {
-    gemm::repack<W>(rows, b0, nbs, s);
+    alignas(64) uint8_t codes[kRows][kQK];
+    alignas(64) int16_t scales[kRows][16], bias[kRows][16];
+    alignas(64) float d[kRows], dbias[kRows];
+    for (size_t b = 0; b < nbs; ++b) {
+#pragma GCC unroll 2
+      for (size_t r = 0; r < kRows; ++r) {
+        const Unpacked u = W::load(rows[r] + (b0 + b) * W::kBlockBytes);
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(codes[r] + 32 * c), u.q[c]);
+        _mm_store_si128(reinterpret_cast<__m128i*>(scales[r]), _mm256_castsi256_si128(u.sc[0]));
+        _mm_store_si128(reinterpret_cast<__m128i*>(scales[r] + 8), _mm256_castsi256_si128(u.sc[1]));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(bias[r]), u.bias);
+        d[r] = u.d;
+        dbias[r] = W::kBiasOwnScale ? u.dbias : u.d;
+      }
+      for (size_t o = 0; o < kQK; o += 16) transpose_dwords(codes[0], kQK, o, &s.q[b][o / 4]);
+      __m512i pairs[8];  // dword r of pairs[k]: scales 2k, 2k + 1 of row r
+      transpose_dwords(reinterpret_cast<const uint8_t*>(scales), 32, 0, pairs);
+      transpose_dwords(reinterpret_cast<const uint8_t*>(scales), 32, 16, pairs + 4);
+      transpose_dwords(reinterpret_cast<const uint8_t*>(bias), 32, 0, s.bias[b]);
+      transpose_dwords(reinterpret_cast<const uint8_t*>(bias), 32, 16, s.bias[b] + 4);
+      const __m512 dv = _mm512_load_ps(d);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m512i even = _mm512_srai_epi32(_mm512_slli_epi32(pairs[k], 16), 16);
+        const __m512i odd = _mm512_srai_epi32(pairs[k], 16);
+        s.dsc[b][2 * k] = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(even));
+        s.dsc[b][2 * k + 1] = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(odd));
+      }
+      s.dbias[b] = _mm512_load_ps(dbias);
+    }
   }
-  template <int T>
+
+  // Y[t * ldy + r'] for the slab's first n_rows rows and T tokens whose Q8_K rows start at x (advanced to the
+  // slab's first super-block), `x_row_bytes` apart. The first slab stores, later ones add. G: scale groups per
+  // super-block (8 for scales per 32 weights, 16 for per 16).
+  template <class W, int T>
   static void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
                    int n_rows) {
-    gemm::tile<W::kScaleGroups, T>(s, nbs, x, x_row_bytes, first, y, ldy, n_rows);
+    constexpr int G = W::kScaleGroups, kDwords = 64 / G, kScaleStep = 16 / G;
+    const BlockQ8_K* xt[T];
+    __m512 acc[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
+      acc[t] = _mm512_setzero_ps();
+    }
+    for (size_t b = 0; b < nbs; ++b) {
+      __m512 sacc[T];
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) sacc[t] = _mm512_setzero_ps();
+      __m512i sum[T];
+#pragma GCC unroll 16
+      for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
+          // Weight register outermost, tokens innermost: the T sums are independent chains.
+#pragma GCC unroll 8
+        for (int k = 0; k < kDwords; ++k) {
+          const __m512i w = _mm512_load_si512(&s.q[b][g * kDwords + k]);
+#pragma GCC unroll 16
+          for (int t = 0; t < T; ++t)
+            sum[t] = dpbusd_bcast(sum[t], w, reinterpret_cast<const AliasedI32*>(xt[t][b].qs) + g * kDwords + k);
+        }
+        const __m512 dsc = _mm512_load_ps(&s.dsc[b][g * kScaleStep]);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), dsc, sacc[t]);
+      }
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m512i bias = _mm512_load_si512(&s.bias[b][k]);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t)
+          sum[t] = dpwssd_bcast(sum[t], bias, reinterpret_cast<const AliasedI32*>(xt[t][b].bsums) + k);
+      }
+      const __m512 dbias = _mm512_load_ps(&s.dbias[b]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) {
+        sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), dbias, sacc[t]);
+        acc[t] = _mm512_fmadd_ps(sacc[t], _mm512_set1_ps(xt[t][b].d), acc[t]);
+      }
+    }
+    slab_gemm::store_rows<T>(acc, first, y, ldy, n_rows);
   }
 };
 
@@ -175,7 +160,7 @@ template <class W>
 void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
             size_t r1, float* y, size_t ldy) {
   static_assert(!W::kSigned, "vpdpbusd multiplies unsigned weight codes");
-  slab_gemm::run<Kernel<W>>(w, w_row_bytes, x, x_row_bytes, n / kQK, n_tok, r0, r1, y, ldy);
+  slab_gemm::run<slab_gemm::ForType<Ops, W>>(w, w_row_bytes, x, x_row_bytes, n / kQK, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace gemm

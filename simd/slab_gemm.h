@@ -3,8 +3,10 @@
 // (K::repack) and then every token tile runs over it (K::tile); later slabs add to Y. While a slab is computed
 // the next one is fetched into L2 (a group's rows are more streams than the hardware prefetcher follows).
 //
-// Templates over the ISA file's K (internal linkage), as matmul_tiling.h.
+// Templates over the ISA file's K (internal linkage), as matmul_tiling.h. Included by x86 files only.
 #pragma once
+
+#include <immintrin.h>
 
 #include <array>
 #include <cstddef>
@@ -30,6 +32,47 @@ void prefetch_rows(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs) {
     __builtin_prefetch(p + nbs * kBlockBytes - 1, 0, 2);
   }
 }
+
+// The end of every tile: acc[t] stored (first slab) or added to what earlier slabs stored, in the first n_rows
+// floats of y + t * ldy, t < T; rows past n_rows are never touched. V is the ISA file's accumulator: __m512 (16
+// rows, AVX-512) or __m256 (8 rows, AVX2).
+template <int T, class V>
+[[gnu::always_inline]] inline void store_rows(const V (&acc)[T], bool first, float* y, size_t ldy, int n_rows) {
+  if constexpr (sizeof(V) == 64) {
+    const auto rows = static_cast<__mmask16>((1u << n_rows) - 1);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      float* yt = y + t * ldy;
+      _mm512_mask_storeu_ps(yt, rows, first ? acc[t] : _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(rows, yt)));
+    }
+  } else {
+    static_assert(sizeof(V) == 32);
+    const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      float* yt = y + t * ldy;
+      _mm256_maskstore_ps(yt, rows, first ? acc[t] : _mm256_add_ps(acc[t], _mm256_maskload_ps(yt, rows)));
+    }
+  }
+}
+
+// The K of run() for a GEMM written once for every weight type W it serves (the K-quant GEMMs): G provides kRows,
+// kSlabBlocks, kToks, kActBytes, Slab, template <class W> static void repack(...) and template <class W, int T>
+// static void tile(...) with the arguments below; W provides kBlockBytes.
+template <class G, class W>
+struct ForType {
+  static constexpr size_t kRows = G::kRows, kSlabBlocks = G::kSlabBlocks, kToks = G::kToks;
+  static constexpr size_t kBlockBytes = W::kBlockBytes, kActBytes = G::kActBytes;
+  using Slab = typename G::Slab;
+  static void repack(const uint8_t* const (&rows)[kRows], size_t b0, size_t nbs, Slab& s) {
+    G::template repack<W>(rows, b0, nbs, s);
+  }
+  template <int T>
+  static void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
+                   int n_rows) {
+    G::template tile<W, T>(s, nbs, x, x_row_bytes, first, y, ldy, n_rows);
+  }
+};
 
 // The MatmulFn contract (simd/kernels.h) for a batch. K provides kRows, kSlabBlocks, kToks, kBlockBytes (weight
 // block), kActBytes (activation block), Slab, static void repack(const uint8_t* const (&rows)[kRows], size_t b0,

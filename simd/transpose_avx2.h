@@ -17,8 +17,3 @@
   out[2] = _mm256_unpacklo_epi64(t01hi, t23hi);
   out[3] = _mm256_unpackhi_epi64(t01hi, t23hi);
 }
-
-// The mask of the first n (<= 8) 32-bit lanes, for maskload/maskstore.
-[[gnu::always_inline]] inline __m256i first_lanes8(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}

@@ -20,6 +20,9 @@ size_t attention_scratch_floats(uint32_t n_ctx, uint32_t head_dim, uint32_t grou
   return (n + 15) / 16 * 16;
 }
 
+// Matmul inputs of at most this many floats are quantized on the calling thread (about 20 us).
+constexpr size_t kSerialQuantizeFloats = 32768;
+
 // `thread`'s rows of an n_rows matrix in a decode step: a contiguous share of whole 16-row groups. One
 // fixed share per thread (not chunks handed out dynamically) is what lets each thread pull its share of
 // the next matrix while it waits at the barrier before it.
@@ -141,11 +144,12 @@ LlamaGraph::MatmulInput LlamaGraph::matmul_input(const MatmulTarget* targets, si
     any_q8_k |= f == ActivationFormat::q8_k;
   }
   // Quantize the input rows once per format; every row of every W then reads the same int8 activations.
-  // A batch's rows are split across the pool; one row is not worth a dispatch.
+  // A batch's rows are split across the pool; a few rows (one token, a decode step of a few sequences) are
+  // not worth a dispatch and its barrier.
   const size_t n = in.n;
   auto quantize = [&](auto* q, size_t blocks_per_row, auto quantize_row) {
-    if (n_tok == 1) {
-      quantize_row(x, q, n);
+    if (n_tok * n <= kSerialQuantizeFloats) {
+      for (size_t t = 0; t < n_tok; ++t) quantize_row(x + t * ldx, q + t * blocks_per_row, n);
       return;
     }
     pool.parallel_for(n_tok, std::max<size_t>(1, n_tok / (pool.size() * 4)), [&](size_t t0, size_t t1) {

@@ -1,7 +1,9 @@
 // Single-thread speed of every 8-bit-activation matmul of an ISA's kernel table (the Q4_0 kernel and
 // simd/quant_kernels.h), on one weight shape: decode (one token) in GB/s of weight bytes read, over enough copies
 // of the matrix that they stream from memory (and over one copy, from cache), and prefill (n_tok tokens)
-// in GFLOP/s. Medians over passes, and the best pass. Times are the thread's CPU time
+// in GFLOP/s; and a batch of NTOK tokens over the copies from memory, as a batched decode step of NTOK sequences
+// reads them, in GB/s of weight bytes (its ratio to the decode column is what a step of NTOK tokens costs against
+// one of a single token). Medians over passes, and the best pass. Times are the thread's CPU time
 // (CLOCK_THREAD_CPUTIME_ID), so time spent descheduled on a shared, loaded host does not count; memory
 // stalls do. Weights are random valid blocks (the speed does not depend on them).
 // usage: quant_matmul_bench [ISA=best] [ROWS=5632] [N=2048] [COPIES=24] [PASSES=15] [NTOK=64]
@@ -84,8 +86,8 @@ int main(int argc, char** argv) {
   }
   std::printf("isa %s, %zu x %zu, %zu copies, %d passes, prefill %zu tokens, 1 thread\n", isa_name(isa), rows, n,
               copies, passes, n_tok);
-  std::printf("%-22s %8s %20s %20s %20s\n", "kernel", "MB/copy", "decode GB/s med/best", "cached GB/s med/best",
-              "prefill GF/s med/best");
+  std::printf("%-22s %8s %20s %20s %20s %20s\n", "kernel", "MB/copy", "decode GB/s med/best", "cached GB/s med/best",
+              "prefill GF/s med/best", "batch GB/s med/best");
 
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -111,7 +113,7 @@ int main(int argc, char** argv) {
         if ((w[blk * k.block_bytes + o + 1] & 0x7C) == 0x7C) w[blk * k.block_bytes + o + 1] = 0x3C;
     const void* x = k.q8_k ? static_cast<const void*>(x8k.data()) : static_cast<const void*>(x8.data());
     const size_t x_row_bytes = k.q8_k ? n / 256 * sizeof(BlockQ8_K) : n / 32 * sizeof(BlockQ8Act);
-    std::vector<double> stream, cached, prefill;
+    std::vector<double> stream, cached, prefill, batch;
     for (int p = 0; p < passes; ++p) {
       double t0 = cpu_seconds();
       for (size_t c = 0; c < copies; ++c)
@@ -120,14 +122,19 @@ int main(int argc, char** argv) {
       t0 = cpu_seconds();
       for (size_t c = 0; c < 4; ++c) k.fn(w.data(), row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
       cached.push_back(static_cast<double>(4 * bytes) / (cpu_seconds() - t0) / 1e9);
+      t0 = cpu_seconds();
+      for (size_t c = 0; c < copies; ++c)
+        k.fn(w.data() + c * bytes, row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
+      batch.push_back(static_cast<double>(copies * bytes) / (cpu_seconds() - t0) / 1e9);
       if (p < 3) {
         t0 = cpu_seconds();
         k.fn(w.data(), row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
         prefill.push_back(2.0 * static_cast<double>(rows * n * n_tok) / (cpu_seconds() - t0) / 1e9);
       }
     }
-    std::printf("%-22s %8.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f\n", k.name, static_cast<double>(bytes) / 1e6,
-                median(stream), best(stream), median(cached), best(cached), median(prefill), best(prefill));
+    std::printf("%-22s %8.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f\n", k.name,
+                static_cast<double>(bytes) / 1e6, median(stream), best(stream), median(cached), best(cached),
+                median(prefill), best(prefill), median(batch), best(batch));
   }
   return 0;
 }

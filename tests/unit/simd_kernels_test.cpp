@@ -284,6 +284,18 @@ TEST_P(SimdKernels, Q4_0BatchShapesMatchReference) {
   check_matmul(k(), TensorType::q4_0, {32, 14, 7, 8}, seed++);  // one block, one row
 }
 
+// A batched decode step: one token per sequence, every count from 2 to 16, over a ragged row range (partial row
+// groups at both ends) and rows of a partial last slab (45 blocks), standard and interleaved Q4_0 and Q8_0.
+TEST_P(SimdKernels, SmallBatchesMatchReference) {
+  uint32_t seed = 700;
+  for (size_t n_tok = 2; n_tok <= 16; ++n_tok) {
+    check_matmul(k(), TensorType::q4_0, {32 * 45, n_tok, 5, 40}, seed++);
+    check_matmul(k(), TensorType::q8_0, {32 * 9, n_tok, 3, 21}, seed++);
+    check_q4_0x16(k(), 32 * 45, n_tok, 16, 64, seed++);
+    if (HasFatalFailure()) return;
+  }
+}
+
 // Many rows, so the prefill path cuts the rows into several cache-sized chunks.
 TEST_P(SimdKernels, MatmulsAcrossRowChunks) {
   check_matmul(k(), TensorType::q4_0, {2048, 9, 1, 250}, 7);
