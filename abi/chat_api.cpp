@@ -19,7 +19,7 @@ namespace {
 std::optional<std::string> token_text(const lmrt_model* model, int32_t id) {
   const lmrt::Vocab& v = model->tokenizer->vocab();
   if (id < 0 || id >= v.size()) return std::nullopt;
-  return v.tokens[static_cast<size_t>(id)];
+  return std::string(v.tokens[static_cast<size_t>(id)]);
 }
 
 // The render request for a model and params (NULL for defaults). The strings it views live in

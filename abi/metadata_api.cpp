@@ -56,12 +56,12 @@ Status read_int(const char* key, const GgufValue& v, int64_t* value) {
   return Status::Ok();
 }
 
-Status element(const char* key, const GgufValue& v, size_t index, const GgufValue** out) {
+Status element(const char* key, const GgufValue& v, size_t index, GgufValue* out) {
   if (v.type != GgufValueType::array) return wrong_type(key, v, "an array");
-  if (index >= v.items.size())
+  if (index >= v.size())
     return lmrt::Error(Code::invalid_argument, "index " + std::to_string(index) + " is out of range: '" + key +
-                                                   "' has " + std::to_string(v.items.size()) + " elements");
-  *out = &v.items[index];
+                                                   "' has " + std::to_string(v.size()) + " elements");
+  *out = v.item(index);
   return Status::Ok();
 }
 
@@ -142,7 +142,7 @@ lmrt_status lmrt_model_meta_array_len(const lmrt_model* model, const char* key, 
     const GgufValue* v = nullptr;
     LMRT_RETURN_IF_ERROR(find_value(model, key, &v));
     if (v->type != GgufValueType::array) return wrong_type(key, *v, "an array");
-    *len = v->items.size();
+    *len = v->size();
     return Status::Ok();
   });
 }
@@ -151,12 +151,12 @@ lmrt_status lmrt_model_meta_array_str(const lmrt_model* model, const char* key, 
                                       size_t* len) {
   return on_model(model, [&]() -> Status {
     const GgufValue* v = nullptr;
-    const GgufValue* e = nullptr;
+    GgufValue e;
     LMRT_RETURN_IF_ERROR(find_value(model, key, &v));
     if (v->type == GgufValueType::array && v->elem_type != GgufValueType::string)
       return wrong_type(key, *v, "an array of strings");
     LMRT_RETURN_IF_ERROR(element(key, *v, index, &e));
-    return copy_string(e->str, buf, size, len);
+    return copy_string(e.str, buf, size, len);
   });
 }
 
@@ -164,12 +164,12 @@ lmrt_status lmrt_model_meta_array_int(const lmrt_model* model, const char* key, 
   return on_model(model, [&]() -> Status {
     if (value == nullptr) return lmrt::Error(Code::invalid_argument, "value is NULL");
     const GgufValue* v = nullptr;
-    const GgufValue* e = nullptr;
+    GgufValue e;
     LMRT_RETURN_IF_ERROR(find_value(model, key, &v));
     if (v->type == GgufValueType::array && !is_integer(v->elem_type))
       return wrong_type(key, *v, "an array of integers");
     LMRT_RETURN_IF_ERROR(element(key, *v, index, &e));
-    return read_int(key, *e, value);
+    return read_int(key, e, value);
   });
 }
 
@@ -177,11 +177,11 @@ lmrt_status lmrt_model_meta_array_float(const lmrt_model* model, const char* key
   return on_model(model, [&]() -> Status {
     if (value == nullptr) return lmrt::Error(Code::invalid_argument, "value is NULL");
     const GgufValue* v = nullptr;
-    const GgufValue* e = nullptr;
+    GgufValue e;
     LMRT_RETURN_IF_ERROR(find_value(model, key, &v));
     if (v->type == GgufValueType::array && !is_float(v->elem_type)) return wrong_type(key, *v, "an array of floats");
     LMRT_RETURN_IF_ERROR(element(key, *v, index, &e));
-    *value = e->f;
+    *value = e.f;
     return Status::Ok();
   });
 }

@@ -83,8 +83,8 @@ void GgufWriter::put_value(const GgufValue& v, GgufValueType type) {
       return;
     case GgufValueType::array:
       put<uint32_t>(kv_, static_cast<uint32_t>(v.elem_type));
-      put<uint64_t>(kv_, v.items.size());
-      for (const GgufValue& item : v.items) put_value(item, v.elem_type);
+      put<uint64_t>(kv_, v.size());
+      for (uint64_t k = 0; k < v.size(); ++k) put_value(v.item(k), v.elem_type);
       return;
     case GgufValueType::u64:
       put<uint64_t>(kv_, v.u);

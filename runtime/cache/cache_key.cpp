@@ -6,8 +6,8 @@ namespace lmrt {
 
 namespace {
 
-// Bump when the encoding changes; old keys then simply stop matching.
-constexpr uint32_t kKeyEncodingVersion = 1;
+// Bump when the encoding changes; old keys then simply stop matching. 2: the KV type.
+constexpr uint32_t kKeyEncodingVersion = 2;
 constexpr char kKeyMagic[] = "lmrt.response-cache.key";
 
 // Field tags. Never reuse a number; add new fields with new tags.
@@ -22,6 +22,7 @@ enum class Tag : uint8_t {
   stop = 8,
   logprobs_n = 9,
   options = 10,
+  kv_type = 11,
 };
 
 void put_field(cache_codec::ByteWriter* w, Tag tag, const std::string& payload) {
@@ -78,6 +79,7 @@ std::string encode_cache_key_fields(const CacheKeyFields& f) {
   logprobs.i32(f.logprobs_n);
   put_field(&w, Tag::logprobs_n, logprobs.str());
   put_field(&w, Tag::options, f.options);
+  put_field(&w, Tag::kv_type, f.kv_type);
   return std::move(w.str());
 }
 

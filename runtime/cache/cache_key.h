@@ -33,6 +33,9 @@ struct CacheKeyFields {
   int32_t max_tokens = 0;
   std::vector<std::string> stop;  // in the order the request gave them
   int32_t logprobs_n = 0;         // top-n alternatives asked for per token (0 = none)
+  // The element type of the context's KV cache ("f16", "f32"): attention reads keys and values
+  // rounded to it, so two types can give different tokens for the same request.
+  std::string kv_type;
   // Anything else that changes the output, in canonical text: context size, context shift, beams.
   std::string options;
 };

@@ -52,6 +52,12 @@ CREATE TABLE prefix_lengths(
   PRIMARY KEY (scope, n_tokens)
 ) WITHOUT ROWID;
 )sql",
+    // Version 3: response keys now include the KV type (key encoding 2), so no stored response
+    // (a value starting "LMRC", runtime/cache/cached_response.cpp) can be found again: free the
+    // space they hold under the byte cap. Prompt-prefix states are keyed apart and stay.
+    R"sql(
+DELETE FROM entries WHERE substr(value, 1, 4) = CAST('LMRC' AS BLOB);
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kCurrentVersion);
 

@@ -11,7 +11,7 @@
 namespace lmrt::cache_schema {
 
 constexpr int64_t kApplicationId = 0x6C6D7274;  // "lmrt"
-constexpr int64_t kCurrentVersion = 2;
+constexpr int64_t kCurrentVersion = 3;
 
 // What reading a cache file's schema found.
 enum class Verdict {

@@ -4,6 +4,7 @@
 
 #include "runtime/cache/cache_key.h"
 #include "runtime/generate/prefix_state_cache.h"
+#include "runtime/kv/kv_arena.h"
 
 namespace lmrt {
 
@@ -113,6 +114,7 @@ Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest
   f.max_tokens = req.max_tokens;
   f.stop = req.stop;
   f.logprobs_n = req.top_logprobs;
+  f.kv_type = kv_type_name(ctx.kv().type());
   f.options = "n_ctx=" + std::to_string(ctx.n_ctx()) + ";shift=" + (req.context_shift ? "1" : "0") +
               ";keep=" + std::to_string(req.n_keep) + use.extra_key;
   CacheKey key;

@@ -7,6 +7,8 @@
 
 namespace lmrt {
 
+const char* kv_type_name(KvType type) { return type == KvType::f32 ? "f32" : "f16"; }
+
 Status KvArena::create(uint32_t n_layer, uint32_t n_head_kv, uint32_t head_dim, uint32_t n_ctx, KvType type,
                        std::unique_ptr<KvArena>* out) {
   if (n_layer == 0 || n_head_kv == 0 || head_dim == 0 || n_ctx == 0)

@@ -18,6 +18,9 @@ namespace lmrt {
 
 enum class KvType { f16, f32 };
 
+// "f16" / "f32".
+const char* kv_type_name(KvType type);
+
 class KvArena {
  public:
   // Errors: invalid_argument (zero sizes), out_of_memory.

@@ -28,6 +28,13 @@ class Cursor {
 
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
+  const uint8_t* here() const { return data_ + pos_; }
+  void seek(uint64_t pos) { pos_ = pos; }
+  bool skip(uint64_t n) {
+    if (n > remaining()) return false;
+    pos_ += n;
+    return true;
+  }
 
   template <typename T>
   bool read(T* out) {
@@ -80,6 +87,50 @@ uint64_t min_encoded_size(GgufValueType type) {
 
 bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::f64); }
 
+// Decodes one scalar (any type but string and array) from the min_encoded_size(type) bytes at p.
+void decode_scalar(GgufValueType type, const uint8_t* p, GgufValue* v) {
+  auto load = [p](auto x) {
+    std::memcpy(&x, p, sizeof x);
+    return x;
+  };
+  switch (type) {
+    case GgufValueType::u8:
+    case GgufValueType::boolean:
+      v->u = load(uint8_t{});
+      return;
+    case GgufValueType::i8:
+      v->i = load(int8_t{});
+      return;
+    case GgufValueType::u16:
+      v->u = load(uint16_t{});
+      return;
+    case GgufValueType::i16:
+      v->i = load(int16_t{});
+      return;
+    case GgufValueType::u32:
+      v->u = load(uint32_t{});
+      return;
+    case GgufValueType::i32:
+      v->i = load(int32_t{});
+      return;
+    case GgufValueType::f32:
+      v->f = load(float{});
+      return;
+    case GgufValueType::u64:
+      v->u = load(uint64_t{});
+      return;
+    case GgufValueType::i64:
+      v->i = load(int64_t{});
+      return;
+    case GgufValueType::f64:
+      v->f = load(double{});
+      return;
+    case GgufValueType::string:
+    case GgufValueType::array:
+      return;
+  }
+}
+
 class Parser {
  public:
   Parser(const uint8_t* data, uint64_t size, uint64_t max_values) : cur_(data, size), max_values_(max_values) {}
@@ -92,67 +143,18 @@ class Parser {
     if (++n_values_ > max_values_) return fail("metadata holds more than " + std::to_string(max_values_) + " values");
     v->type = type;
     switch (type) {
-      case GgufValueType::u8: {
-        uint8_t x;
-        if (!cur_.read(&x)) return fail("truncated u8 value");
-        v->u = x;
-        return Status::Ok();
-      }
-      case GgufValueType::i8: {
-        int8_t x;
-        if (!cur_.read(&x)) return fail("truncated i8 value");
-        v->i = x;
-        return Status::Ok();
-      }
-      case GgufValueType::u16: {
-        uint16_t x;
-        if (!cur_.read(&x)) return fail("truncated u16 value");
-        v->u = x;
-        return Status::Ok();
-      }
-      case GgufValueType::i16: {
-        int16_t x;
-        if (!cur_.read(&x)) return fail("truncated i16 value");
-        v->i = x;
-        return Status::Ok();
-      }
-      case GgufValueType::u32: {
-        uint32_t x;
-        if (!cur_.read(&x)) return fail("truncated u32 value");
-        v->u = x;
-        return Status::Ok();
-      }
-      case GgufValueType::i32: {
-        int32_t x;
-        if (!cur_.read(&x)) return fail("truncated i32 value");
-        v->i = x;
-        return Status::Ok();
-      }
-      case GgufValueType::f32: {
-        float x;
-        if (!cur_.read(&x)) return fail("truncated f32 value");
-        v->f = x;
-        return Status::Ok();
-      }
-      case GgufValueType::boolean: {
-        uint8_t x;
-        if (!cur_.read(&x)) return fail("truncated bool value");
-        if (x > 1) return fail("bool value " + std::to_string(x) + " is neither 0 nor 1");
-        v->u = x;
-        return Status::Ok();
-      }
       case GgufValueType::string:
         if (!cur_.read_string(&v->str)) return fail("string length runs past the end of the file");
         return Status::Ok();
-      case GgufValueType::u64:
-        if (!cur_.read(&v->u)) return fail("truncated u64 value");
+      default: {
+        const uint64_t size = min_encoded_size(type);
+        if (cur_.remaining() < size) return fail(std::string("truncated ") + gguf_value_type_name(type) + " value");
+        decode_scalar(type, cur_.here(), v);
+        (void)cur_.skip(size);
+        if (type == GgufValueType::boolean && v->u > 1)
+          return fail("bool value " + std::to_string(v->u) + " is neither 0 nor 1");
         return Status::Ok();
-      case GgufValueType::i64:
-        if (!cur_.read(&v->i)) return fail("truncated i64 value");
-        return Status::Ok();
-      case GgufValueType::f64:
-        if (!cur_.read(&v->f)) return fail("truncated f64 value");
-        return Status::Ok();
+      }
       case GgufValueType::array: {
         if (depth >= kMaxArrayDepth) return fail("arrays nested deeper than " + std::to_string(kMaxArrayDepth));
         uint32_t et = 0;
@@ -163,6 +165,9 @@ class Parser {
         v->elem_type = static_cast<GgufValueType>(et);
         if (n > cur_.remaining() / min_encoded_size(v->elem_type))
           return fail("array of " + std::to_string(n) + " elements is larger than the file");
+        bool mapped = false;
+        if (v->elem_type != GgufValueType::array) LMRT_RETURN_IF_ERROR(read_mapped_array(n, v, &mapped));
+        if (mapped) return Status::Ok();
         v->items.reserve(std::min(n, kMaxReserve));
         for (uint64_t k = 0; k < n; ++k) {
           v->items.emplace_back();
@@ -177,6 +182,46 @@ class Parser {
   Cursor& cursor() { return cur_; }
 
  private:
+  // Checks an array of n scalars or strings where it lies and records where its elements are
+  // (GgufValue::mapped). *mapped stays false, with the cursor back at the first element, for a
+  // string array too long for 32-bit offsets: the caller then reads it into items.
+  Status read_mapped_array(uint64_t n, GgufValue* v, bool* mapped) {
+    if (n > max_values_ - n_values_) return fail("metadata holds more than " + std::to_string(max_values_) + " values");
+    const uint64_t start = cur_.pos();
+    const uint8_t* first = cur_.here();
+    switch (v->elem_type) {
+      case GgufValueType::string:
+        v->string_offsets.reserve(n);  // n <= remaining bytes / 8 (checked by the caller)
+        for (uint64_t k = 0; k < n; ++k) {
+          if (cur_.pos() - start > UINT32_MAX) {
+            v->string_offsets = {};
+            cur_.seek(start);
+            return Status::Ok();
+          }
+          v->string_offsets.push_back(static_cast<uint32_t>(cur_.pos() - start));
+          std::string_view s;
+          if (!cur_.read_string(&s)) return fail("string length runs past the end of the file");
+        }
+        break;
+      case GgufValueType::boolean:
+        for (uint64_t k = 0; k < n; ++k) {
+          const uint8_t x = first[k];
+          if (x > 1) return fail("bool value " + std::to_string(x) + " is neither 0 nor 1");
+        }
+        if (!cur_.skip(n)) return fail("truncated bool value");
+        break;
+      default:
+        if (!cur_.skip(n * min_encoded_size(v->elem_type)))
+          return fail(std::string("truncated ") + gguf_value_type_name(v->elem_type) + " value");
+        break;
+    }
+    n_values_ += n;
+    v->mapped = first;
+    v->mapped_count = n;
+    *mapped = true;
+    return Status::Ok();
+  }
+
   Cursor cur_;
   uint64_t max_values_;
   uint64_t n_values_ = 0;
@@ -264,6 +309,26 @@ const char* gguf_value_type_name(GgufValueType type) {
                                        "bool", "string", "array", "u64", "i64", "f64"};
   const auto i = static_cast<uint32_t>(type);
   return i < 13 ? kNames[i] : "?";
+}
+
+GgufValue GgufValue::item(uint64_t k) const {
+  if (mapped == nullptr) return items[k];
+  GgufValue v;
+  v.type = elem_type;
+  if (elem_type == GgufValueType::string) {
+    v.str = string_item(k);
+  } else {
+    decode_scalar(elem_type, mapped + k * min_encoded_size(elem_type), &v);
+  }
+  return v;
+}
+
+std::string_view GgufValue::string_item(uint64_t k) const {
+  if (mapped == nullptr) return items[k].str;
+  const uint8_t* p = mapped + string_offsets[k];
+  uint64_t len = 0;
+  std::memcpy(&len, p, sizeof len);  // checked by the parser
+  return std::string_view(reinterpret_cast<const char*>(p + sizeof len), len);
 }
 
 bool GgufValue::is_integer() const {

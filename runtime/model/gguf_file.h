@@ -35,8 +35,11 @@ enum class GgufValueType : uint32_t {
 
 const char* gguf_value_type_name(GgufValueType type);
 
-// One metadata value. Scalars are widened into the matching field; arrays hold their items
-// (arrays of arrays nest).
+// One metadata value. Scalars are widened into the matching field. An array parsed from a file
+// whose elements are scalars or strings stays in the mapping and its elements are decoded on access
+// (size(), item(k)): a 150k-token vocabulary would otherwise cost ~80 bytes per element as
+// GgufValues, tens of MB held for the model's lifetime. Arrays built in memory (by writers and
+// tests) and arrays of arrays hold their elements in `items`.
 struct GgufValue {
   GgufValueType type = GgufValueType::u8;
   uint64_t u = 0;                               // u8/u16/u32/u64/bool
@@ -44,7 +47,20 @@ struct GgufValue {
   double f = 0;                                 // f32/f64
   std::string_view str;                         // string (points into the file)
   GgufValueType elem_type = GgufValueType::u8;  // array element type
-  std::vector<GgufValue> items;                 // array items
+  std::vector<GgufValue> items;                 // array items held in memory (see above)
+
+  // A mapped array: its first element in the file, its length and, for strings, where each
+  // element's length prefix starts, relative to `mapped`.
+  const uint8_t* mapped = nullptr;
+  uint64_t mapped_count = 0;
+  std::vector<uint32_t> string_offsets;
+
+  // Number of elements of an array (0 for a scalar).
+  uint64_t size() const { return mapped != nullptr ? mapped_count : items.size(); }
+  // Element k < size() of an array, decoded from the mapping or copied from items.
+  GgufValue item(uint64_t k) const;
+  // Element k < size() of an array of strings, without building a GgufValue.
+  std::string_view string_item(uint64_t k) const;
 
   bool is_integer() const;
   // Integer value of any integer or bool type; nullopt otherwise or when it does not fit.
@@ -71,10 +87,11 @@ struct GgufTensorInfo {
   uint64_t n_rows() const { return n_elements / ne[0]; }
 };
 
-// Bounds on what a file may make the reader allocate. Each metadata value costs sizeof(GgufValue)
-// (~80 bytes) however few bytes it takes in the file, so a damaged array count in a big file could
-// otherwise ask for many times the file's size. The largest real vocabularies hold under a million
-// values (tokens, scores, token types, merges).
+// Bounds on what a file may make the reader allocate. A value inside an array of arrays costs
+// sizeof(GgufValue) (~100 bytes) however few bytes it takes in the file, and a string array 4 bytes a
+// string, so a damaged array count in a big file could otherwise ask for many times the file's size.
+// Every value counts, mapped ones too. The largest real vocabularies hold under a million values
+// (tokens, scores, token types, merges).
 struct GgufLimits {
   uint64_t max_metadata_values = uint64_t{1} << 22;
 };

@@ -35,10 +35,6 @@ struct BigramLess {
   }
 };
 
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
-
 bool ignores_merges(std::string_view pre) {
   for (std::string_view p : {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"}) {
     if (pre == p) return true;
@@ -58,10 +54,11 @@ Status BpeTokenizer::create(Vocab vocab, std::unique_ptr<BpeTokenizer>* out) {
   return Status::Ok();
 }
 
-int32_t BpeTokenizer::symbol_id(const std::string& text) {
+int32_t BpeTokenizer::symbol_id(std::string_view text) {
   const int32_t id = find_token(text);
   if (id >= 0) return id;
-  auto [it, inserted] = extra_symbols_.emplace(text, n_vocab() + static_cast<int32_t>(extra_symbols_.size()));
+  auto [it, inserted] =
+      extra_symbols_.emplace(std::string(text), n_vocab() + static_cast<int32_t>(extra_symbols_.size()));
   return it->second;
 }
 
@@ -73,20 +70,20 @@ Status BpeTokenizer::build_tables() {
 
   // Symbols are ids, so merging compares integers; texts that are no token get ids past the vocabulary.
   merges_.reserve(vocab_.merges.size());
-  std::string left, right;
+  std::string joined;  // reused: the merges are read without an allocation each
   const int32_t n_merges = static_cast<int32_t>(std::min<size_t>(vocab_.merges.size(), INT32_MAX));
   for (int32_t rank = 0; rank < n_merges; ++rank) {
-    const std::string& m = vocab_.merges[rank];
+    const std::string_view m = vocab_.merges[rank];
     const size_t space = m.find(' ', 1);
-    if (space == std::string::npos) {
-      return Error(Code::bad_format, "tokenizer.ggml.merges[" + std::to_string(rank) + "] = \"" + m +
+    if (space == std::string_view::npos) {
+      return Error(Code::bad_format, "tokenizer.ggml.merges[" + std::to_string(rank) + "] = \"" + std::string(m) +
                                          "\" is not two texts apart by a space");
     }
-    left.assign(m, 0, space);
-    right.assign(m, space + 1);
+    const std::string_view left = m.substr(0, space), right = m.substr(space + 1);
+    joined.assign(left).append(right);
     const int32_t l = symbol_id(left), r = symbol_id(right);
-    const int32_t merged = symbol_id(left + right);
-    merges_.emplace(pair_key(l, r), Merge{rank, merged});  // a repeated pair keeps its first (best) rank
+    const int32_t merged = symbol_id(joined);
+    merges_.add(l, r, {rank, merged});  // a repeated pair keeps its first (best) rank
   }
   // Only ids matter from here on; bytes without a token of their own map to no symbol.
   for (int b = 0; b < 256; ++b) {
@@ -95,7 +92,8 @@ Status BpeTokenizer::build_tables() {
       if (it != extra_symbols_.end()) byte_symbol_[b] = it->second;
     }
   }
-  extra_symbols_.clear();
+  extra_symbols_ = {};
+  vocab_.merges.clear();  // only the table above is used from here on
   return Status::Ok();
 }
 
@@ -134,9 +132,9 @@ Status BpeTokenizer::encode_word(std::string_view word, std::string* scratch, st
   std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue(BigramLess{}, std::move(storage));
   auto try_add = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0 || symbols[left].id < 0 || symbols[right].id < 0) return;
-    auto it = merges_.find(pair_key(symbols[left].id, symbols[right].id));
-    if (it == merges_.end()) return;
-    queue.push({it->second.rank, left, right, symbols[left].id, symbols[right].id, it->second.result});
+    const BpeMergeTable::Merge* m = merges_.find(symbols[left].id, symbols[right].id);
+    if (m == nullptr) return;
+    queue.push({m->rank, left, right, symbols[left].id, symbols[right].id, m->result});
   };
   for (int32_t i = 1; i < n; ++i) try_add(i - 1, i);
 

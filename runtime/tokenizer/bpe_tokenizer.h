@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/tokenizer/bpe_merge_table.h"
 #include "runtime/tokenizer/bpe_pretokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/vocab.h"
@@ -39,14 +40,10 @@ class BpeTokenizer final : public Tokenizer {
   // Appends the ids of one pre-tokenized word (raw bytes).
   Status encode_word(std::string_view word, std::string* scratch, std::vector<int32_t>* out) const;
   // Symbol id of a text: its token id, else an id >= n_vocab for texts that only merges produce.
-  int32_t symbol_id(const std::string& text);
+  int32_t symbol_id(std::string_view text);
 
-  struct Merge {
-    int32_t rank;
-    int32_t result;  // symbol id of the merged text
-  };
   std::unique_ptr<BpePretokenizer> pre_;
-  std::unordered_map<uint64_t, Merge> merges_;              // (left symbol << 32 | right symbol) -> merge
+  BpeMergeTable merges_;                                    // over symbol ids
   std::unordered_map<std::string, int32_t> extra_symbols_;  // merge texts that are not tokens (build only)
   std::array<int32_t, 256> byte_symbol_{};                  // symbol of each byte's character; -1 when none
   bool ignore_merges_ = false;                              // a word that is a token is that token (Llama 3)

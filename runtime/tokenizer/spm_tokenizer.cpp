@@ -55,10 +55,6 @@ SpmTokenizer::SpmTokenizer(Vocab vocab) : Tokenizer(std::move(vocab)) {}
 
 Status SpmTokenizer::create(Vocab vocab, std::unique_ptr<SpmTokenizer>* out) {
   LMRT_RETURN_IF_ERROR(vocab.validate());
-  const size_t n = vocab.tokens.size();
-  for (size_t i = 0; i < n; ++i) {
-    if (vocab.tokens[i].size() > UINT32_MAX) return Error(Code::invalid_argument, "token text too long");
-  }
   std::unique_ptr<SpmTokenizer> t(new SpmTokenizer(std::move(vocab)));
   t->build_tables();
   *out = std::move(t);
@@ -67,7 +63,8 @@ Status SpmTokenizer::create(Vocab vocab, std::unique_ptr<SpmTokenizer>* out) {
 
 void SpmTokenizer::build_tables() {
   build_common_tables();
-  for (const std::string& text : vocab_.tokens) max_token_length_ = std::max(max_token_length_, text.size());
+  for (size_t id = 0; id < vocab_.tokens.size(); ++id)
+    max_token_length_ = std::max(max_token_length_, vocab_.tokens[id].size());
   static constexpr char kHex[] = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) {
     const char byte_name[6] = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'};

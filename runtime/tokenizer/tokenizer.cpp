@@ -43,11 +43,7 @@ Status Tokenizer::from_gguf(const GgufFile& gguf, std::unique_ptr<Tokenizer>* ou
 
 void Tokenizer::build_common_tables() {
   const int32_t n = vocab_.size();
-  text_to_id_.reserve(static_cast<size_t>(n));
-  for (int32_t id = 0; id < n; ++id) {
-    const std::string& text = vocab_.tokens[id];
-    if (!text.empty()) text_to_id_[text] = id;  // a duplicate text maps to its last id, as in llama.cpp
-  }
+  text_to_id_.build(vocab_.tokens);
 
   for (int32_t id = 0; id < n; ++id) {
     const TokenType type = vocab_.types[id];
@@ -71,10 +67,7 @@ void Tokenizer::build_common_tables() {
   }
 }
 
-int32_t Tokenizer::find_token(std::string_view text) const {
-  auto it = text_to_id_.find(text);
-  return it == text_to_id_.end() ? -1 : it->second;
-}
+int32_t Tokenizer::find_token(std::string_view text) const { return text_to_id_.find(text, vocab_.tokens); }
 
 std::string_view Tokenizer::token_text(int32_t id) const {
   if (id < 0 || id >= n_vocab()) return {};
@@ -87,7 +80,7 @@ Status Tokenizer::token_to_bytes(int32_t id, std::string* out) const {
                                              std::to_string(n_vocab()) + " tokens)");
   }
   out->clear();
-  const std::string& text = vocab_.tokens[id];
+  const std::string_view text = vocab_.tokens[id];
   switch (vocab_.types[id]) {
     case TokenType::normal:
       decode_normal(text, out);
@@ -96,7 +89,7 @@ Status Tokenizer::token_to_bytes(int32_t id, std::string* out) const {
       *out += static_cast<char>(byte_token_value(text));
       break;
     case TokenType::user_defined:
-      *out = text;
+      out->assign(text);
       break;
     case TokenType::control:
     case TokenType::unknown:

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "runtime/tokenizer/token_index.h"
 #include "runtime/tokenizer/vocab.h"
 #include "runtime/util/byte_range.h"
 #include "runtime/util/status.h"
@@ -67,6 +67,7 @@ class Tokenizer {
   bool is_eog(int32_t id) const;
   const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
   bool is_control(int32_t id) const;
+  // The vocabulary (a BPE tokenizer drops its merges once it has indexed them).
   const Vocab& vocab() const { return vocab_; }
 
  protected:
@@ -81,7 +82,7 @@ class Tokenizer {
   virtual void decode_normal(std::string_view text, std::string* out) const = 0;
 
   Vocab vocab_;
-  std::unordered_map<std::string_view, int32_t> text_to_id_;  // views into vocab_.tokens
+  TokenIndex text_to_id_;  // over vocab_.tokens
 
  private:
   struct Fragment {

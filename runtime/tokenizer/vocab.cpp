@@ -74,6 +74,18 @@ const GgufValue* find_array(const GgufFile& gguf, std::string_view key) {
   return v != nullptr && v->type == GgufValueType::array ? v : nullptr;
 }
 
+// Copies an array of strings into one pool, read straight from the mapping.
+Status copy_strings(const GgufValue& array, std::string_view key, StringTable* out) {
+  size_t bytes = 0;
+  for (uint64_t k = 0; k < array.size(); ++k) bytes += array.string_item(k).size();
+  out->reserve(array.size(), bytes);
+  for (uint64_t k = 0; k < array.size(); ++k) {
+    if (!out->push_back(array.string_item(k)))
+      return Error(Code::unsupported, std::string(key) + " holds more than 4 GiB of text");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* token_type_name(TokenType type) {
@@ -119,8 +131,8 @@ Status Vocab::validate() const {
                    "token " + std::to_string(id) + " has invalid token type " + std::to_string(t) + " (expected 1..6)");
     }
     if (types[id] == TokenType::byte && !is_byte_token_text(tokens[id])) {
-      return Error(Code::invalid_argument,
-                   "byte token " + std::to_string(id) + " has text \"" + tokens[id] + "\", expected <0xXX>");
+      return Error(Code::invalid_argument, "byte token " + std::to_string(id) + " has text \"" +
+                                               std::string(tokens[id]) + "\", expected <0xXX>");
     }
   }
   LMRT_RETURN_IF_ERROR(check_special_id("BOS", bos_id, n));
@@ -162,23 +174,21 @@ Status Vocab::from_gguf(const GgufFile& gguf, Vocab* out) {
       return Error(Code::bad_format,
                    "tokenizer.ggml.merges is missing or not an array of strings (a gpt2 "
                    "vocabulary needs its merges)");
-    v.merges.reserve(merges->items.size());
-    for (const GgufValue& item : merges->items) v.merges.emplace_back(item.str);
+    LMRT_RETURN_IF_ERROR(copy_strings(*merges, kMergesKey, &v.merges));
   }
   const GgufValue* tokens = find_array(gguf, kTokensKey);
   if (tokens == nullptr || tokens->elem_type != GgufValueType::string) {
     return Error(Code::bad_format, "tokenizer.ggml.tokens is missing or not an array of strings");
   }
-  const size_t n = tokens->items.size();
-  v.tokens.reserve(n);
-  for (const GgufValue& item : tokens->items) v.tokens.emplace_back(item.str);
+  const size_t n = tokens->size();
+  LMRT_RETURN_IF_ERROR(copy_strings(*tokens, kTokensKey, &v.tokens));
 
   if (gguf.find(kScoresKey) != nullptr) {
     const GgufValue* scores = find_array(gguf, kScoresKey);
     if (scores == nullptr) return Error(Code::bad_format, "tokenizer.ggml.scores is not an array");
-    v.scores.reserve(scores->items.size());
-    for (const GgufValue& item : scores->items) {
-      std::optional<double> f = item.as_float();
+    v.scores.reserve(scores->size());
+    for (uint64_t k = 0; k < scores->size(); ++k) {
+      std::optional<double> f = scores->item(k).as_float();
       if (!f) return Error(Code::bad_format, "tokenizer.ggml.scores holds a non-numeric value");
       // A NaN score makes every comparison of merges false, so the tokenization would depend on order.
       if (std::isnan(*f))
@@ -192,9 +202,9 @@ Status Vocab::from_gguf(const GgufFile& gguf, Vocab* out) {
   if (gguf.find(kTypesKey) != nullptr) {
     const GgufValue* types = find_array(gguf, kTypesKey);
     if (types == nullptr) return Error(Code::bad_format, "tokenizer.ggml.token_type is not an array");
-    v.types.reserve(types->items.size());
-    for (const GgufValue& item : types->items) {
-      std::optional<int64_t> t = item.as_int();
+    v.types.reserve(types->size());
+    for (uint64_t k = 0; k < types->size(); ++k) {
+      std::optional<int64_t> t = types->item(k).as_int();
       if (!t || *t < std::numeric_limits<int32_t>::min() || *t > std::numeric_limits<int32_t>::max()) {
         return Error(Code::bad_format, "tokenizer.ggml.token_type holds a non-integer or out-of-range value");
       }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/util/status.h"
+#include "runtime/util/string_table.h"
 
 namespace lmrt {
 
@@ -37,10 +38,10 @@ const char* tokenizer_kind_name(TokenizerKind kind);
 
 struct Vocab {
   TokenizerKind kind = TokenizerKind::spm;
-  std::string pre;                  // tokenizer.ggml.pre (BPE pre-tokenizer name); "" when absent
-  std::vector<std::string> tokens;  // token text: SPM with '▁' (U+2581) for a space, BPE in GPT-2's byte alphabet
-  std::vector<std::string> merges;  // BPE: "left right" pairs, highest priority first
-  std::vector<float> scores;        // higher merges first
+  std::string pre;            // tokenizer.ggml.pre (BPE pre-tokenizer name); "" when absent
+  StringTable tokens;         // token text: SPM with '▁' (U+2581) for a space, BPE in GPT-2's byte alphabet
+  StringTable merges;         // BPE: "left right" pairs, highest priority first
+  std::vector<float> scores;  // higher merges first
   std::vector<TokenType> types;
   // Special token ids; -1 when the vocabulary has none.
   int32_t bos_id = -1;

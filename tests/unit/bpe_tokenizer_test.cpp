@@ -192,10 +192,10 @@ Vocab tiny_bpe(std::vector<std::string> merges) {
   Vocab v;
   v.kind = TokenizerKind::bpe;
   v.pre = "gpt-2";
-  for (const char* t : {"a", "b", "c", "ab", "bc", "abc", "\xC4\xA0"}) v.tokens.emplace_back(t);  // 6: 'Ġ'
+  for (const char* t : {"a", "b", "c", "ab", "bc", "abc", "\xC4\xA0"}) v.tokens.push_back(t);  // 6: 'Ġ'
   v.scores.assign(v.tokens.size(), 0.0f);
   v.types.assign(v.tokens.size(), TokenType::normal);
-  v.merges = std::move(merges);
+  for (const std::string& m : merges) v.merges.push_back(m);
   return v;
 }
 

@@ -22,6 +22,7 @@ CacheKeyFields base_fields() {
   f.max_tokens = 128;
   f.stop = {"\n\n", "The end"};
   f.logprobs_n = 0;
+  f.kv_type = "f16";
   return f;
 }
 
@@ -58,6 +59,7 @@ TEST(CacheKey, EveryFieldChangesTheKey) {
       {"stop removed", [](CacheKeyFields& f) { f.stop.clear(); }},
       {"logprobs n", [](CacheKeyFields& f) { f.logprobs_n = 5; }},
       {"options", [](CacheKeyFields& f) { f.options = "n_ctx=512"; }},
+      {"kv type", [](CacheKeyFields& f) { f.kv_type = "f32"; }},
   };
   std::set<CacheKey> seen = {key_of(base_fields())};
   for (const auto& [name, change] : changes) {

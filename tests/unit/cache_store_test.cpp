@@ -177,7 +177,7 @@ TEST(CacheStore, EntriesSurviveReopenAndSchemaIsVersioned) {
   TempDir dir;
   const std::string path = dir.file("cache.db");
   fill(path, 5);
-  EXPECT_EQ(raw_sql(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(raw_sql(path, "PRAGMA user_version"), "3");
   EXPECT_EQ(raw_sql(path, "PRAGMA application_id"), std::to_string(0x6C6D7274));
   EXPECT_EQ(raw_sql(path, "PRAGMA journal_mode"), "wal");
   Opened c;

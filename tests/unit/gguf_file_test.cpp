@@ -26,8 +26,8 @@ TEST(GgufFile, ReadsStories260KHeaderAndTensors) {
   const GgufValue* tokens = g->find("tokenizer.ggml.tokens");
   ASSERT_NE(tokens, nullptr);
   ASSERT_EQ(tokens->type, GgufValueType::array);
-  ASSERT_EQ(tokens->items.size(), 512u);
-  EXPECT_EQ(tokens->items[1].str, "<s>");
+  ASSERT_EQ(tokens->size(), 512u);
+  EXPECT_EQ(tokens->item(1).str, "<s>");
   const GgufTensorInfo* ffn_down = g->find_tensor("blk.0.ffn_down.weight");
   ASSERT_NE(ffn_down, nullptr);
   EXPECT_EQ(ffn_down->ne[0], 172u);
@@ -75,7 +75,7 @@ TEST(GgufFile, ReadsTinyStories656KQ8_0) {
   EXPECT_EQ(g->get_int("llama.embedding_length").value_or(0), 128);
   const GgufValue* tokens = g->find("tokenizer.ggml.tokens");
   ASSERT_NE(tokens, nullptr);
-  EXPECT_EQ(tokens->items.size(), 2048u);
+  EXPECT_EQ(tokens->size(), 2048u);
 }
 
 TEST(GgufFile, ReadsLlamaSpmVocabulary) {
@@ -87,10 +87,10 @@ TEST(GgufFile, ReadsLlamaSpmVocabulary) {
   const GgufValue* scores = g->find("tokenizer.ggml.scores");
   ASSERT_NE(tokens, nullptr);
   ASSERT_NE(scores, nullptr);
-  EXPECT_EQ(tokens->items.size(), 32000u);
+  EXPECT_EQ(tokens->size(), 32000u);
   EXPECT_EQ(scores->elem_type, GgufValueType::f32);
-  EXPECT_EQ(scores->items.size(), 32000u);
-  EXPECT_EQ(tokens->items[2].str, "</s>");
+  EXPECT_EQ(scores->size(), 32000u);
+  EXPECT_EQ(tokens->item(2).str, "</s>");
   EXPECT_EQ(g->get_int("tokenizer.ggml.bos_token_id").value_or(-1), 1);
 }
 
@@ -189,26 +189,26 @@ TEST(GgufFile, ReadsEveryMetadataValueType) {
   const GgufValue* a = g->find("t.a_i32");
   ASSERT_EQ(a->type, GgufValueType::array);
   EXPECT_EQ(a->elem_type, GgufValueType::i32);
-  ASSERT_EQ(a->items.size(), 3u);
-  EXPECT_EQ(a->items[1].as_int(), -8);
+  ASSERT_EQ(a->size(), 3u);
+  EXPECT_EQ(a->item(1).as_int(), -8);
   const GgufValue* as = g->find("t.a_str");
-  ASSERT_EQ(as->items.size(), 2u);
-  EXPECT_EQ(as->items[0].str, "");
-  EXPECT_EQ(as->items[1].str, "ab");
+  ASSERT_EQ(as->size(), 2u);
+  EXPECT_EQ(as->item(0).str, "");
+  EXPECT_EQ(as->item(1).str, "ab");
   const GgufValue* ab = g->find("t.a_bool");
-  ASSERT_EQ(ab->items.size(), 2u);
-  EXPECT_EQ(ab->items[0].type, GgufValueType::boolean);
-  EXPECT_EQ(ab->items[1].as_int(), 1);
-  EXPECT_TRUE(g->find("t.a_empty")->items.empty());
+  ASSERT_EQ(ab->size(), 2u);
+  EXPECT_EQ(ab->item(0).type, GgufValueType::boolean);
+  EXPECT_EQ(ab->item(1).as_int(), 1);
+  EXPECT_TRUE(g->find("t.a_empty")->size() == 0);
   EXPECT_EQ(g->find("t.a_empty")->elem_type, GgufValueType::f64);
   const GgufValue* n = g->find("t.a_nested");
   ASSERT_EQ(n->elem_type, GgufValueType::array);
-  ASSERT_EQ(n->items.size(), 2u);
-  EXPECT_EQ(n->items[0].elem_type, GgufValueType::u8);
-  ASSERT_EQ(n->items[0].items.size(), 2u);
-  EXPECT_EQ(n->items[0].items[1].as_int(), 2);
-  ASSERT_EQ(n->items[1].items.size(), 1u);
-  EXPECT_EQ(n->items[1].items[0].str, "x");
+  ASSERT_EQ(n->size(), 2u);
+  EXPECT_EQ(n->item(0).elem_type, GgufValueType::u8);
+  ASSERT_EQ(n->item(0).size(), 2u);
+  EXPECT_EQ(n->item(0).item(1).as_int(), 2);
+  ASSERT_EQ(n->item(1).size(), 1u);
+  EXPECT_EQ(n->item(1).item(0).str, "x");
   EXPECT_EQ(g->find("t.missing"), nullptr);
   EXPECT_TRUE(g->tensors().empty());
 }
@@ -223,11 +223,11 @@ TEST(GgufFile, ReadsArraysNestedFourDeep) {
   const GgufValue* x = g->find("deep");
   for (int level = 1; level < 4; ++level) {
     ASSERT_EQ(x->elem_type, GgufValueType::array);
-    ASSERT_EQ(x->items.size(), 1u);
+    ASSERT_EQ(x->size(), 1u);
     x = &x->items[0];
   }
-  ASSERT_EQ(x->items.size(), 1u);
-  EXPECT_EQ(x->items[0].as_int(), 42);
+  ASSERT_EQ(x->size(), 1u);
+  EXPECT_EQ(x->item(0).as_int(), 42);
 }
 
 // Every supported tensor type with its byte size, placed at offsets aligned to general.alignment.

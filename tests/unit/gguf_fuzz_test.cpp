@@ -93,7 +93,7 @@ std::vector<size_t> field_offsets(const GgufLayout& L) {
 uint64_t touch(const GgufValue& v) {
   uint64_t h = v.u + static_cast<uint64_t>(v.i);
   for (char c : v.str) h = h * 31 + static_cast<unsigned char>(c);
-  for (const GgufValue& item : v.items) h += touch(item);
+  for (uint64_t k = 0; k < v.size(); ++k) h += touch(v.item(k));
   return h;
 }
 

@@ -13,10 +13,10 @@
 #include <limits>
 #include <random>
 
+#include "formats/q4_0x16.h"
 #include "runtime/generate/context.h"
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/llama_model.h"
-#include "formats/q4_0x16.h"
 #include "simd/kernels.h"
 #include "test_support.h"
 #include "tools/gguf_writer.h"
@@ -54,9 +54,9 @@ bool same_value(const GgufValue& a, const GgufValue& b) {
   if (a.type != b.type || a.u != b.u || a.i != b.i || std::memcmp(&a.f, &b.f, sizeof a.f) != 0 || a.str != b.str)
     return false;
   if (a.type != GgufValueType::array) return true;
-  if (a.elem_type != b.elem_type || a.items.size() != b.items.size()) return false;
-  for (size_t k = 0; k < a.items.size(); ++k)
-    if (!same_value(a.items[k], b.items[k])) return false;
+  if (a.elem_type != b.elem_type || a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!same_value(a.item(k), b.item(k))) return false;
   return true;
 }
 
@@ -277,8 +277,8 @@ TEST(InterleaveFile, CopiesEveryValueTypeAndTheAlignment) {
   ASSERT_TRUE(in && out);
   ASSERT_EQ(in->metadata().size(), 14u);
   EXPECT_EQ(in->find("t.str")->str, text);
-  ASSERT_EQ(in->find("t.nested")->items.size(), 3u);
-  EXPECT_EQ(in->find("t.nested")->items[0].items[1].i, -2);
+  ASSERT_EQ(in->find("t.nested")->size(), 3u);
+  EXPECT_EQ(in->find("t.nested")->item(0).item(1).i, -2);
   EXPECT_EQ(out->alignment(), 64u);
   for (const GgufTensorInfo& t : out->tensors()) EXPECT_EQ(t.offset % 64, 0u) << t.name;
   expect_same_metadata_plus_flag(*in, *out);

@@ -88,7 +88,10 @@ TEST(Refusals, ANaNTokenScoreIsRefused) {
       "variant-nan-score.gguf",
       [](const GgufKv& kv, GgufWriter* w) {
         if (kv.key != "tokenizer.ggml.scores") return false;
-        GgufValue v = kv.value;
+        GgufValue v;  // the scores as items in memory, one of them NaN
+        v.type = GgufValueType::array;
+        v.elem_type = kv.value.elem_type;
+        for (uint64_t k = 0; k < kv.value.size(); ++k) v.items.push_back(kv.value.item(k));
         v.items.at(300).f = std::nan("");
         w->add_value("tokenizer.ggml.scores", v);
         return true;

@@ -185,7 +185,9 @@ TEST(PrefixStateCache, StatesFollowTheThresholdScopeAndReadOnlyRules) {
   ::unlink(path.c_str());
 }
 
-TEST(PrefixStateCache, AVersionOneCacheIsMigratedKeepingItsResponses) {
+// Responses of a cache older than version 3 were keyed without the KV type, so none can be found
+// again: migration drops them (prefix states stay, see the next test) and answers come anew.
+TEST(PrefixStateCache, AVersionOneCacheIsMigratedDroppingItsResponses) {
   ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
   ASSERT_NE(m, nullptr);
   const std::string path = fresh_path("prefix-migrate.sqlite");
@@ -200,17 +202,71 @@ TEST(PrefixStateCache, AVersionOneCacheIsMigratedKeepingItsResponses) {
   ASSERT_EQ(sqlite_query(path, "PRAGMA user_version"), "1");
   CachePtr cache = open_cache(path, 8);
   ASSERT_NE(cache, nullptr);
-  EXPECT_EQ(sqlite_query(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(sqlite_query(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(sqlite_query(path, "SELECT count(*) FROM entries"), "0");
   ContextPtr c = cached_context(m.get(), cache.get());
   lmrt_generate_request r = lmrt::test::greedy_request(kSystemPrompt, 4);
   lmrt_generate_result res;
   res.struct_size = sizeof res;
   ASSERT_EQ(lmrt_generate(c.get(), &r, nullptr, nullptr, &res), LMRT_OK);
-  EXPECT_EQ(res.cache_hit, 1u);  // the version-1 response is still there
+  EXPECT_EQ(res.cache_hit, 0u);
+  ASSERT_EQ(lmrt_generate(c.get(), &r, nullptr, nullptr, &res), LMRT_OK);
+  EXPECT_EQ(res.cache_hit, 1u);  // stored again under the new key
   const Outcome o = sampled(c.get(), kSystemPrompt, 5);
   EXPECT_EQ(stored_prefixes(path), "1");
   const Outcome again = sampled(cached_context(m.get(), cache.get()).get(), kSystemPrompt, 6);
   EXPECT_EQ(again.reused, o.prompt_tokens - 1);
+  ::unlink(path.c_str());
+}
+
+// A response depends on the KV type (attention reads keys and values rounded to it): an F16 and an
+// F32 context sharing one cache each get their own answer.
+TEST(PrefixStateCache, ResponsesAreKeyedByTheKvType) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  const std::string path = fresh_path("kv-type-key.sqlite");
+  CachePtr cache = open_cache(path, 0);
+  lmrt_generate_request r = lmrt::test::greedy_request(kSystemPrompt, 6);
+  lmrt_generate_result res;
+  res.struct_size = sizeof res;
+  ContextPtr f16 = cached_context(m.get(), cache.get(), LMRT_KV_F16);
+  ContextPtr f32 = cached_context(m.get(), cache.get(), LMRT_KV_F32);
+  ASSERT_EQ(lmrt_generate(f16.get(), &r, nullptr, nullptr, &res), LMRT_OK);
+  EXPECT_EQ(res.cache_consulted, 1u);
+  EXPECT_EQ(res.cache_hit, 0u);
+  ASSERT_EQ(lmrt_generate(f32.get(), &r, nullptr, nullptr, &res), LMRT_OK);
+  EXPECT_EQ(res.cache_hit, 0u);
+  EXPECT_EQ(sqlite_query(path, "SELECT count(*) FROM entries"), "2");
+  for (lmrt_context* c : {f16.get(), f32.get()}) {
+    ASSERT_EQ(lmrt_generate(c, &r, nullptr, nullptr, &res), LMRT_OK);
+    EXPECT_EQ(res.cache_hit, 1u);
+  }
+  ::unlink(path.c_str());
+}
+
+// Migrating a version-2 file drops its responses (stored under keys without the KV type) and
+// keeps its prompt-prefix states, which were always scoped by the KV type.
+TEST(PrefixStateCache, AVersionTwoCacheKeepsItsPrefixStatesAndDropsItsResponses) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  const std::string path = fresh_path("prefix-migrate-2.sqlite");
+  {
+    CachePtr cache = open_cache(path, 8);
+    lmrt_generate_request r = lmrt::test::greedy_request(kSystemPrompt, 4);
+    ASSERT_EQ(lmrt_generate(cached_context(m.get(), cache.get()).get(), &r, nullptr, nullptr, nullptr), LMRT_OK);
+  }
+  ASSERT_EQ(stored_prefixes(path), "1");
+  ASSERT_EQ(sqlite_query(path, "SELECT count(*) FROM entries"), "2");  // the response and the state
+  sqlite_query(path, "PRAGMA user_version = 2;");
+  CachePtr cache = open_cache(path, 8);
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(sqlite_query(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(sqlite_query(path, "SELECT count(*) FROM entries"), "1");
+  EXPECT_EQ(sqlite_query(path, "SELECT count(*) FROM entries WHERE substr(value, 1, 8) = CAST('LMRTSTAT' AS BLOB)"),
+            "1");
+  const Outcome o = sampled(cached_context(m.get(), cache.get()).get(), kSystemPrompt, 5);
+  EXPECT_EQ(o.cache_hit, 0u);
+  EXPECT_EQ(o.reused, o.prompt_tokens - 1);  // the state was loaded
   ::unlink(path.c_str());
 }
 

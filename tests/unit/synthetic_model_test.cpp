@@ -58,11 +58,11 @@ TEST(SyntheticModel, RoundTripsThroughGgufFileAndLlamaModel) {
   EXPECT_EQ(k->offset % 32, 0u);
   const GgufValue* tokens = g->find("tokenizer.ggml.tokens");
   ASSERT_NE(tokens, nullptr);
-  ASSERT_EQ(tokens->items.size(), 300u);
-  EXPECT_EQ(tokens->items[1].str, "<s>");
-  EXPECT_EQ(tokens->items[3].str, "<0x00>");
+  ASSERT_EQ(tokens->size(), 300u);
+  EXPECT_EQ(tokens->item(1).str, "<s>");
+  EXPECT_EQ(tokens->item(3).str, "<0x00>");
   // Pieces keep the sentencepiece word marker the llama2.c export replaced by a space.
-  EXPECT_EQ(tokens->items[259].str.substr(0, 3), "\xE2\x96\x81");
+  EXPECT_EQ(tokens->item(259).str.substr(0, 3), "\xE2\x96\x81");
 
   // Q4_0 weights dequantize to values of about the requested spread, centred on zero.
   const GgufTensorInfo* q = g->find_tensor("blk.0.ffn_down.weight");

@@ -188,7 +188,7 @@ TEST_F(LlamaSpm, LongInputRoundTripsQuickly) {
 Vocab tiny_vocab() {
   Vocab v;
   auto add = [&v](const char* text, float score, TokenType type) {
-    v.tokens.emplace_back(text);
+    v.tokens.push_back(text);
     v.scores.push_back(score);
     v.types.push_back(type);
   };

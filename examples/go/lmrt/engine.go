@@ -2,7 +2,6 @@ package lmrt
 
 /*
 #include <stdint.h>
-#include <stdlib.h>
 #include <lmrt/lmrt.h>
 
 lmrt_status lmrt_go_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request, uintptr_t handle,
@@ -62,13 +61,8 @@ func (e *Engine) Submit(ctx context.Context, prompt string, maxTokens int, onTex
 	if e.raw == nil {
 		return 0, ErrClosed
 	}
-	cprompt := C.CString(prompt)
-	defer C.free(unsafe.Pointer(cprompt))
 	var req C.lmrt_generate_request
-	C.lmrt_generate_request_init(&req)
-	req.prompt = cprompt
-	req.prompt_len = C.size_t(len(prompt))
-	req.max_tokens = C.int32_t(maxTokens)
+	defer greedyRequest(&req, prompt, maxTokens)()
 	h := cgo.NewHandle(&generation{ctx: ctx, onText: onText})
 	var id C.uint64_t
 	if s := C.lmrt_go_engine_submit(e.raw, &req, C.uintptr_t(h), &id); s != C.LMRT_OK {

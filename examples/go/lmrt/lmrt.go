@@ -203,13 +203,8 @@ func (c *Context) Generate(ctx context.Context, prompt string, maxTokens int, on
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cprompt := C.CString(prompt)
-	defer C.free(unsafe.Pointer(cprompt))
 	var req C.lmrt_generate_request
-	C.lmrt_generate_request_init(&req)
-	req.prompt = cprompt
-	req.prompt_len = C.size_t(len(prompt))
-	req.max_tokens = C.int32_t(maxTokens)
+	defer greedyRequest(&req, prompt, maxTokens)()
 	var res C.lmrt_generate_result
 	res.struct_size = C.uint32_t(unsafe.Sizeof(res))
 
@@ -221,6 +216,18 @@ func (c *Context) Generate(ctx context.Context, prompt string, maxTokens int, on
 	}
 	done := completionFrom(&res)
 	return done, g.err
+}
+
+// greedyRequest sets req up for a greedy completion of prompt with at most maxTokens tokens (what
+// Generate and Engine.Submit ask for). The prompt is copied into C memory, which the returned
+// function frees once the library is done with req.
+func greedyRequest(req *C.lmrt_generate_request, prompt string, maxTokens int) (free func()) {
+	cprompt := C.CString(prompt)
+	C.lmrt_generate_request_init(req)
+	req.prompt = cprompt
+	req.prompt_len = C.size_t(len(prompt))
+	req.max_tokens = C.int32_t(maxTokens)
+	return func() { C.free(unsafe.Pointer(cprompt)) }
 }
 
 // completionFrom copies a result's text and tokens out of the library.
