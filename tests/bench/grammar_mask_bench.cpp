@@ -1,8 +1,7 @@
 // Cost of constrained decoding on a real vocabulary, without a model: compiling a nested JSON
 // Schema (translate + parse + start the matcher) and computing the allowed-token mask at every
 // token of a valid document, tokenized by the vocabulary (the work the grammar sampler adds to one
-// decode step: the mask, then advancing by the chosen token), and, as the grammar checked last
-// costs when the picked token is allowed, one token's check and the advance.
+// decode step: the mask, then advancing by the chosen token).
 //   grammar_mask_bench VOCAB.gguf [GRAMMAR.gbnf DOCUMENT]   (default: a nested JSON Schema)
 #include <algorithm>
 #include <chrono>
@@ -115,22 +114,6 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  // The grammar checked last (SamplerChain::sample): when the picked token is allowed, one check of
-  // that token and the advance replace the mask.
-  std::vector<double> check_ms;
-  m->reset();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    t0 = Clock::now();
-    const bool ok = m->allows(trie->piece(ids[i])) && m->advance(trie->piece(ids[i]));
-    check_ms.push_back(ms_since(t0));
-    if (!ok) {
-      std::fprintf(stderr, "document rejected at token %zu (%d) by the single check\n", i, ids[i]);
-      return 1;
-    }
-  }
-  std::sort(check_ms.begin(), check_ms.end());
-  double check_sum = 0;
-  for (double v : check_ms) check_sum += v;
   std::sort(step_ms.begin(), step_ms.end());
   double sum = 0;
   for (double v : step_ms) sum += v;
@@ -142,8 +125,5 @@ int main(int argc, char** argv) {
       "allowed on average\n",
       step_ms.size(), sum / step_ms.size(), step_ms[step_ms.size() / 2], step_ms[step_ms.size() * 9 / 10],
       step_ms.back(), static_cast<double>(allowed_sum) / step_ms.size());
-  std::printf(
-      "check + advance per token (the picked token allowed): mean %.4f ms, median %.4f ms, p90 %.4f ms, max %.4f ms\n",
-      check_sum / check_ms.size(), check_ms[check_ms.size() / 2], check_ms[check_ms.size() * 9 / 10], check_ms.back());
   return 0;
 }
