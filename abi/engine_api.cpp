@@ -214,7 +214,7 @@ lmrt_status lmrt_engine_get_stats(lmrt_engine* engine, lmrt_engine_stats* stats)
           const lmrt::KvSequences& kv = be.sequences();
           full.n_queued = be.n_queued();
           full.n_running = be.n_running();
-          full.max_sequences = kv.max_sequences();
+          full.max_sequences = be.params().max_sequences;
           full.n_cells = kv.n_cells();
           full.n_cells_used = kv.n_cells() - kv.n_free_cells();
           full.n_cached = be.n_cached();

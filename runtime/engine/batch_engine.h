@@ -82,6 +82,7 @@ class BatchEngine {
   const KvSequences& sequences() const { return seqs_; }
   // Finished requests' sequences kept as cached prefixes, and forgetting them (their cells go back).
   uint32_t n_cached() const { return pool_.n_cached(); }
+  const EngineParams& params() const { return params_; }
   void drop_cached() { pool_.drop_cached(); }
 
  private:

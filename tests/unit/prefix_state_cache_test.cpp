@@ -103,7 +103,9 @@ ContextPtr cached_context(lmrt_model* m, lmrt_cache* cache, uint32_t kv_type = L
   lmrt_context* c = nullptr;
   char err[256] = {0};
   EXPECT_EQ(lmrt_context_create(m, &p, &c, err, sizeof err), LMRT_OK) << err;
-  if (c != nullptr && cache != nullptr) EXPECT_EQ(lmrt_context_set_cache(c, cache), LMRT_OK);
+  if (c != nullptr && cache != nullptr) {
+    EXPECT_EQ(lmrt_context_set_cache(c, cache), LMRT_OK);
+  }
   return ContextPtr(c);
 }
 
