@@ -21,7 +21,8 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -f
 # The library sources each target reaches (compiled once, with fuzzer instrumentation).
 reader=(runtime/model/gguf_file.cpp runtime/util/mapped_file.cpp runtime/tokenizer/vocab.cpp
   runtime/tokenizer/tokenizer.cpp runtime/tokenizer/spm_tokenizer.cpp runtime/tokenizer/bpe_tokenizer.cpp
-  runtime/tokenizer/bpe_pretokenizer.cpp runtime/tokenizer/byte_level.cpp runtime/util/utf8.cpp)
+  runtime/tokenizer/bpe_pretokenizer.cpp runtime/tokenizer/byte_level.cpp runtime/util/utf8.cpp
+  runtime/tokenizer/token_index.cpp runtime/tokenizer/bpe_merge_table.cpp)
 # The type table (formats/tensor_type.cpp) and the row functions it names (formats/*.cpp).
 formats=()
 for f in "$root"/formats/*.cpp; do formats+=("formats/$(basename "$f")"); done
