@@ -22,6 +22,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
+from server_test import sse_payloads  # noqa: E402  (the event-stream reader the server tests use)
+
 PROMPTS = ["Once upon a time", "The little dog", "Lily wanted to", "One day, a bird", "Tom and Sue went",
            "The sun was", "A big red ball", "In the forest"]
 
@@ -64,14 +67,10 @@ def stream_one(port, prompt, max_tokens):
         if resp.status != 200:
             raise RuntimeError(f"status {resp.status}: {resp.read()[:200]}")
         ttft, tokens = None, 0
-        while True:
-            line = resp.readline()
-            if not line:
-                break
-            line = line.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
+        for payload in sse_payloads(resp):
+            if payload == "[DONE]":
                 continue
-            ev = json.loads(line[6:])
+            ev = json.loads(payload)
             if ev.get("usage"):
                 tokens = ev["usage"]["completion_tokens"]
             if ttft is None and ev.get("choices") and ev["choices"][0].get("text"):

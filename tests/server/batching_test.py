@@ -33,14 +33,10 @@ def timed_stream(port, body, out):
         conn.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
         resp = conn.getresponse()
         pieces, events = [], []
-        while True:
-            line = resp.readline()
-            if not line:
-                break
-            line = line.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
+        for payload in st.sse_payloads(resp):
+            if payload == "[DONE]":
                 continue
-            ev = json.loads(line[6:])
+            ev = json.loads(payload)
             events.append(ev)
             text = st.piece_text(ev["choices"][0]) if ev.get("choices") else ""
             if text:

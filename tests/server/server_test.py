@@ -87,6 +87,20 @@ def request(port, method, path, body=None, headers=None, timeout=TIMEOUT, raw=No
         conn.close()
 
 
+def sse_payloads(resp):
+    """The data payloads of an event stream in order, '[DONE]' included; blank lines are skipped and any
+    other line is an error."""
+    for _ in range(100000):
+        line = resp.readline()
+        if not line:
+            return
+        line = line.decode().rstrip("\r\n")
+        if line == "":
+            continue
+        assert line.startswith("data: "), line
+        yield line[6:]
+
+
 def stream(port, path, body, headers=None, on_first=None):
     """Returns (status, events, ttft_s, total_s); events are parsed JSON objects, then the string '[DONE]'."""
     start = time.time()
@@ -98,15 +112,7 @@ def stream(port, path, body, headers=None, on_first=None):
             return resp.status, [json.loads(resp.read() or b"null")], None, time.time() - start
         assert resp.getheader("Content-Type", "").startswith("text/event-stream"), resp.getheader("Content-Type")
         events, ttft, pending = [], None, None
-        for _ in range(100000):
-            line = resp.readline()
-            if not line:
-                break
-            line = line.decode().rstrip("\r\n")
-            if line == "":
-                continue
-            assert line.startswith("data: "), line
-            payload = line[6:]
+        for payload in sse_payloads(resp):
             if payload == "[DONE]":
                 events.append("[DONE]")
                 continue
