@@ -25,6 +25,9 @@
 #                   anything else is passed as LMRT_ISA (lmrt forced to that ISA; llama.cpp keeps its best)
 #        INTERLEAVED (default 1) also lmrt on the `lmrt quantize --interleave` copy (Q4_0x16) of Q4_0 models
 #        THREADS (default "1 2")   PROMPTS (default "128 512")   GEN (128)   ROUNDS (3)
+#        PEER_ISA   (default native) llama.cpp's CPU variant: native = the best its loader picks for this CPU;
+#                   avx2 = its `haswell` build only (AVX2/FMA/F16C), for an AVX2-against-AVX2 table on a
+#                   machine that has AVX-512 (use with ISAS=avx2)
 #        LMRT_SHARED_DIR (default: ../shared beside the repository)
 #        OUT        (default $MODELS_DIR/results.jsonl) raw per-process results
 set -euo pipefail
@@ -45,6 +48,24 @@ oracle_dir=$shared/peers/llamacpp/oracle
 mkdir -p "$models_dir"
 [[ -x $lmrt ]] || { echo "no lmrt binary at $lmrt (build it: ninja -C build lmrt_cli)" >&2; exit 1; }
 oracle_bin=$("$oracle_dir/build.sh" | tail -1)  # builds oracle and bench if missing (a no-op otherwise)
+peer_bench=$oracle_bin/bench
+peer_isa=${PEER_ISA:-native}
+if [[ $peer_isa != native ]]; then
+  # The npm package ships one CPU library per x86 level and its loader takes the best one found in the bench's
+  # compiled-in directory: a second bench whose directory holds only the wanted variant runs that one.
+  declare -A peer_variant=([avx2]=haswell)
+  variant=${peer_variant[$peer_isa]:?PEER_ISA must be native or avx2}
+  bins=${LMRT_PEER_CACHE:-$HOME/.cache/lmrt-peers}/llamacpp/nlc/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+  only=$oracle_bin/$peer_isa-bins
+  mkdir -p "$only"
+  ln -sf "$bins/libggml-cpu-$variant.so" "$only/"
+  peer_bench=$oracle_bin/bench-$peer_isa
+  if [[ ! -x $peer_bench || $oracle_dir/bench.c -nt $peer_bench ]]; then
+    gcc -O2 -std=gnu11 -I"$oracle_bin/include" -DBINS_DIR="\"$only\"" "$oracle_dir/bench.c" -o "$peer_bench" \
+      -L"$bins" -l:"$(cd "$bins" && ls libllama.v*.so | head -1)" -l:"$(cd "$bins" && ls libggml.v*.so | head -1)" \
+      -l:libggml-base.so -lm -Wl,-rpath,"$bins"
+  fi
+fi
 
 bw=$models_dir/read_bandwidth
 if [[ ! -x $bw || $bw -ot $repo/tests/bench/read_bandwidth.cpp ]]; then
@@ -119,7 +140,7 @@ lmrt_json() {
 # the peak RSS from GNU time.
 peer_json() {
   local rss_file=$models_dir/peer-rss.txt result
-  result=$(/usr/bin/time -f %M -o "$rss_file" "$oracle_bin/bench" "$@" --reps 1 2>/dev/null | sed -n 's/^RESULT //p')
+  result=$(/usr/bin/time -f %M -o "$rss_file" "$peer_bench" "$@" --reps 1 2>/dev/null | sed -n 's/^RESULT //p')
   jq -c --argjson rss_kib "$(tail -1 "$rss_file")" \
     '{threads, P, prefill_tps_median:.prefill_tps, decode_tps_median:.decode_tps, peak_rss_mib:($rss_kib / 1024)}' \
     <<< "$result"
@@ -165,4 +186,4 @@ for m in "${names[@]}"; do
        n_windowed_layers:.arch.n_windowed_layers, sliding_window:.arch.sliding_window}' >> "$out"
 done
 
-python3 "$repo/tests/bench/compare_table.py" "$out"
+PEER_ISA=$peer_isa python3 "$repo/tests/bench/compare_table.py" "$out"

@@ -19,6 +19,7 @@ lmrt forced to another ISA (`LMRT_ISA=avx2`: kind lmrt_avx2), and lmrt on the sa
 `lmrt quantize --interleave` (Q4_0x16, the same bytes per token).
 """
 import json
+import os
 import statistics
 import sys
 
@@ -80,8 +81,11 @@ def table(kind, title):
               f"{max(sel('llamacpp', 'rss')):.0f} |")
 
 
-table("lmrt", "lmrt (the best ISA this CPU runs) and llama.cpp (its best) on the same file:")
+# PEER_ISA (set by compare-llamacpp.sh): which of llama.cpp's CPU builds ran.
+peer_isa = os.environ.get("PEER_ISA", "native")
+peer = "llama.cpp (its best)" if peer_isa == "native" else f"llama.cpp (its {peer_isa.upper()} build)"
+table("lmrt", f"lmrt (the best ISA this CPU runs) and {peer} on the same file:")
 for kind in sorted({r["kind"] for r in rows if r["kind"].startswith("lmrt_") and r["kind"] != "lmrt_x16"}):
     isa = kind[len("lmrt_"):]
-    table(kind, f"lmrt forced to {isa.upper()} (`LMRT_ISA={isa}`), llama.cpp at its best ISA on this CPU, same file:")
+    table(kind, f"lmrt forced to {isa.upper()} (`LMRT_ISA={isa}`), {peer}, same file:")
 table("lmrt_x16", "lmrt on the file rewritten by `lmrt quantize --interleave` (Q4_0x16), llama.cpp on the standard file:")
