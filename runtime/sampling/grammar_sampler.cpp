@@ -57,6 +57,8 @@ class GrammarSampler final : public Sampler {
     return Status::Ok();
   }
 
+  int keeps_token(int32_t token) override { return allowed_one(token, matcher_->accepting()) ? 1 : 0; }
+
   Status accept(int32_t token) override {
     if (vocab_->is_end(token)) return Status::Ok();
     if (token < 0 || token >= vocab_->n_vocab() || !matcher_->advance(vocab_->piece(token)))

@@ -4,6 +4,9 @@
 // chosen token. It follows the generated text only (prompt tokens are not accepted into it), so it
 // belongs first in a chain, where it sees the whole vocabulary and masks it with one walk of the
 // shared token trie; on a short candidate list (after top_k) it checks each candidate instead.
+// keeps_token() checks one token alone, so a chain whose other samplers judge each candidate on its
+// own (greedy, dist, temperature, ...) asks it only about the token they pick and masks the
+// vocabulary only when that token is refused (SamplerChain::sample).
 #pragma once
 
 #include <memory>

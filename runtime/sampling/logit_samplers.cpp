@@ -16,6 +16,7 @@ class TemperatureSampler final : public Sampler {
   explicit TemperatureSampler(float t) : t_(t > 0.0f ? t : 0.0f) {}
   std::string_view name() const override { return "temperature"; }
   std::string canonical_text() const override { return "temperature(t=" + format_float(t_) + ")"; }
+  bool per_candidate() const override { return t_ > 0.0f; }  // t = 0 keeps only the best
   Status apply(CandidateArray& c, Rng&) override {
     if (c.size == 0 || t_ == 1.0f) return Status::Ok();
     if (t_ > 0.0f) {
@@ -49,6 +50,7 @@ class LogitBiasSampler final : public Sampler {
  public:
   explicit LogitBiasSampler(std::vector<TokenBias> biases) : biases_(std::move(biases)) {}
   std::string_view name() const override { return "logit_bias"; }
+  bool per_candidate() const override { return true; }
   std::string canonical_text() const override {
     std::string text = "logit_bias(";
     for (size_t i = 0; i < biases_.size(); ++i) {

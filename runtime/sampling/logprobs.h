@@ -1,6 +1,9 @@
 // Log-probabilities for a generated token under the model's own distribution: log-softmax of the
 // raw logits, before any sampler changed them (what OpenAI-style `logprobs` report), plus the
-// top-n alternatives. Works in fixed-size storage: computing them allocates nothing.
+// top-n alternatives. Under a grammar too (the raw distribution, not the one renormalized over the
+// allowed tokens), so they never need the grammar's vocabulary mask, which the sampler computes only
+// when it refuses the token picked first (SamplerChain::sample). Works in fixed-size storage:
+// computing them allocates nothing.
 #pragma once
 
 #include <array>

@@ -14,6 +14,7 @@ class PenaltiesSampler final : public Sampler {
  public:
   explicit PenaltiesSampler(const PenaltyParams& p) : params_(p), window_(static_cast<size_t>(p.last_n)) {}
   std::string_view name() const override { return "penalties"; }
+  bool per_candidate() const override { return true; }
   std::string canonical_text() const override {
     return "penalties(repeat=" + format_float(params_.repeat) + ",presence=" + format_float(params_.presence) +
            ",frequency=" + format_float(params_.frequency) + ",last_n=" + std::to_string(params_.last_n) + ")";

@@ -51,6 +51,18 @@ class Sampler {
     (void)token;
     return Status::Ok();
   }
+  // True when apply() judges each candidate on its own: it keeps every candidate (or selects one)
+  // and a token's new logit depends only on that token and the history, never on which other
+  // candidates are present (temperature > 0, logit_bias, penalties, greedy, dist; not the
+  // truncations top_k, top_p, min_p, typical). A grammar ahead of only such samplers may be checked
+  // after them, on the one token they pick (SamplerChain::sample).
+  virtual bool per_candidate() const { return false; }
+  // For a sampler that only removes candidates (a grammar): whether apply() would keep `token`
+  // now, as 1 or 0; -1 when it cannot answer for a single token.
+  virtual int keeps_token(int32_t token) {
+    (void)token;
+    return -1;
+  }
   // False for a sampler that follows only the generated text (a grammar): prompt tokens are then
   // not accepted into it (SamplerChain::accept_prompt).
   virtual bool learns_prompt() const { return true; }

@@ -61,34 +61,75 @@ Status SamplerChain::sample(const float* logits, int32_t n_vocab, int32_t* token
   if (logits == nullptr || token == nullptr) return Error(Code::invalid_argument, "sample: null logits or token");
   if (n_vocab <= 0) return Error(Code::invalid_argument, "sample: n_vocab must be positive");
   if (n_vocab > n_vocab_) LMRT_RETURN_IF_ERROR(reserve(n_vocab));
-  Candidate* data = buffer_.data();
   for (int32_t i = 0; i < n_vocab; ++i) {
     const float l = logits[i];
     if (std::isnan(l) || l == INFINITY) {
       return Error(Code::invalid_argument,
                    "sample: logit of token " + std::to_string(i) + " is " + (std::isnan(l) ? "NaN" : "+inf"));
     }
-    data[i] = Candidate{i, l, 0.0f};
   }
-  CandidateArray c{data, static_cast<size_t>(n_vocab), false, -1};
-  for (const auto& s : samplers_) {
+  if (filter_checked_last()) {
+    // The filter only removes candidates and the rest judge each on its own, so the token they pick
+    // from the whole vocabulary, when the filter keeps it, is the one they would pick from the
+    // filtered candidates (greedy), or a draw from the filtered distribution (dist: a draw that
+    // lands on an allowed token has the filtered distribution; a refused one is drawn again below
+    // from the filtered candidates). The filter then checks one token instead of the vocabulary.
+    // A refused draw must not be reused: given that it was refused, it is not uniform over the
+    // filtered candidates. A filter that cannot tell (-1) leaves the Rng as if nothing happened.
+    const Rng before = rng_;
+    CandidateArray c = fill(logits, n_vocab);
+    LMRT_RETURN_IF_ERROR(run(c, 1));
+    const int keep = samplers_[0]->keeps_token(c.data[c.selected].id);
+    if (keep == 1) {
+      ++filter_stats_.checked;
+      last_ = c;
+      *token = c.data[c.selected].id;
+      return Status::Ok();
+    }
+    if (keep == 0) {
+      ++filter_stats_.refused;
+    } else {
+      rng_ = before;  // mask first as written
+    }
+  }
+  CandidateArray c = fill(logits, n_vocab);
+  LMRT_RETURN_IF_ERROR(run(c, 0));
+  last_ = c;
+  *token = c.data[c.selected].id;
+  return Status::Ok();
+}
+
+CandidateArray SamplerChain::fill(const float* logits, int32_t n_vocab) {
+  Candidate* data = buffer_.data();
+  for (int32_t i = 0; i < n_vocab; ++i) data[i] = Candidate{i, logits[i], 0.0f};
+  return CandidateArray{data, static_cast<size_t>(n_vocab), false, -1};
+}
+
+Status SamplerChain::run(CandidateArray& c, size_t first) {
+  const Candidate* data = c.data;
+  for (size_t i = first; i < samplers_.size(); ++i) {
+    Sampler& s = *samplers_[i];
     const size_t before = c.size;
-    LMRT_RETURN_IF_ERROR(s->apply(c, rng_));
+    LMRT_RETURN_IF_ERROR(s.apply(c, rng_));
     // Checks that protect the chain from a misbehaving (plugin) sampler.
     if (c.data != data || c.size == 0 || c.size > before) {
-      return Error(Code::internal, "sampler '" + std::string(s->name()) + "' left an invalid candidate array");
+      return Error(Code::internal, "sampler '" + std::string(s.name()) + "' left an invalid candidate array");
     }
     if (c.selected >= 0) {
       if (static_cast<size_t>(c.selected) >= c.size) {
-        return Error(Code::internal, "sampler '" + std::string(s->name()) + "' selected an index out of range");
+        return Error(Code::internal, "sampler '" + std::string(s.name()) + "' selected an index out of range");
       }
-      break;
+      return Status::Ok();
     }
   }
-  last_ = c;
-  if (c.selected < 0) return Error(Code::internal, "sampler chain ended without selecting a token");
-  *token = c.data[c.selected].id;
-  return Status::Ok();
+  return Error(Code::internal, "sampler chain ended without selecting a token");
+}
+
+bool SamplerChain::filter_checked_last() const {
+  if (!filter_last_ || samplers_.size() < 2 || samplers_[0]->name() != "grammar") return false;
+  for (size_t i = 1; i < samplers_.size(); ++i)
+    if (!samplers_[i]->per_candidate()) return false;
+  return true;
 }
 
 Status SamplerChain::accept(int32_t token) {
@@ -146,6 +187,7 @@ Status SamplerChain::clone(std::unique_ptr<SamplerChain>* out) const {
   copy->rng_ = rng_;
   copy->seed_ = seed_;
   copy->canonical_ = canonical_;
+  copy->filter_last_ = filter_last_;
   if (n_vocab_ > 0) LMRT_RETURN_IF_ERROR(copy->reserve(n_vocab_));
   *out = std::move(copy);
   return Status::Ok();

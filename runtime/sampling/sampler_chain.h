@@ -53,6 +53,11 @@ class SamplerChain {
   Status reserve(int32_t n_vocab);
   // Samples one token from logits[0..n_vocab). logits may be -inf (token impossible) but not NaN
   // or +inf. Does not accept the token: call accept() for it.
+  // A grammar first in a chain whose other samplers are all per_candidate() (e.g. "grammar greedy",
+  // "grammar temperature(0.7) dist") is checked last, on the picked token only, and masks the
+  // vocabulary only when it refuses that token: the same token as masking first for greedy, the
+  // same distribution for dist (a refused draw is drawn again, so the Rng advances twice). A chain
+  // with a truncation (top_k, top_p, min_p, typical) or a plugin masks first, as written.
   Status sample(const float* logits, int32_t n_vocab, int32_t* token);
   // Records a token of the sequence (prompt tokens too, if they should count for penalties).
   Status accept(int32_t token);
@@ -84,8 +89,21 @@ class SamplerChain {
   // the token's index); valid until the next sample().
   const CandidateArray& last_candidates() const { return last_; }
 
+  // How often the grammar was checked on the picked token alone (and kept it) or refused it.
+  struct FilterStats {
+    uint64_t checked = 0;
+    uint64_t refused = 0;
+  };
+  const FilterStats& filter_stats() const { return filter_stats_; }
+  // Whether a grammar may be checked last (default true); false masks first on every step.
+  void set_filter_checked_last(bool on) { filter_last_ = on; }
+
  private:
   SamplerChain() = default;
+  CandidateArray fill(const float* logits, int32_t n_vocab);
+  // Runs samplers_[first..] over c until one selects.
+  Status run(CandidateArray& c, size_t first);
+  bool filter_checked_last() const;
 
   std::vector<std::unique_ptr<Sampler>> samplers_;
   std::vector<Candidate> buffer_;
@@ -94,6 +112,8 @@ class SamplerChain {
   uint64_t seed_ = 0;
   int32_t n_vocab_ = 0;
   std::string canonical_;
+  FilterStats filter_stats_;
+  bool filter_last_ = true;
 };
 
 }  // namespace lmrt

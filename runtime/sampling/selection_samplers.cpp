@@ -13,6 +13,7 @@ class GreedySampler final : public Sampler {
   std::string_view name() const override { return "greedy"; }
   std::string canonical_text() const override { return "greedy"; }
   bool always_selects() const override { return true; }
+  bool per_candidate() const override { return true; }
   Status apply(CandidateArray& c, Rng&) override {
     if (c.size == 0) return Error(Code::invalid_argument, "greedy: no candidates");
     const size_t best = argmax_candidate(c);
@@ -34,6 +35,7 @@ class DistSampler final : public Sampler {
   std::string canonical_text() const override { return "dist"; }
   bool always_selects() const override { return true; }
   bool uses_rng() const override { return true; }
+  bool per_candidate() const override { return true; }
   Status apply(CandidateArray& c, Rng& rng) override {
     LMRT_RETURN_IF_ERROR(softmax_candidates(c));
     // Sum and walk in the same order so that the last cumulative value equals the sum exactly and

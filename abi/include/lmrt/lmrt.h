@@ -476,7 +476,10 @@ typedef enum lmrt_finish_reason {
 LMRT_API const char* lmrt_finish_reason_str(lmrt_finish_reason reason);
 
 /* Log-probabilities (natural log) of a generated token and of the most likely alternatives, under
- * the model's own distribution (the raw logits, before any sampler changed them). */
+ * the model's own distribution (the raw logits, before any sampler changed them). Under a grammar
+ * or JSON Schema too: the alternatives may be tokens the grammar forbids, and the chosen token's
+ * logprob is not the probability it was drawn with (that one is renormalized over the tokens the
+ * grammar allows); computing them never needs the grammar's mask of the vocabulary. */
 #define LMRT_MAX_TOP_LOGPROBS 20
 
 typedef struct lmrt_logprob {
