@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "batched_choices.h"
+
 namespace server {
 
 std::unique_ptr<ContextPool> ContextPool::create(lmrt_model* model, const lmrt_context_params& params, size_t n,
@@ -47,6 +49,7 @@ std::unique_ptr<ContextPool> ContextPool::create_batched(lmrt_model* model, cons
   lmrt_engine_params ep;
   lmrt_engine_params_init(&ep);
   ep.max_sequences = n_lanes;
+  ep.on_finish = notice_finish;  // finishes wake the request's thread (batched_choices.h)
   st = lmrt_engine_create(ctx, &ep, &pool->engine_, err, sizeof err);
   if (st == LMRT_OK && (st = lmrt_engine_start(pool->engine_)) != LMRT_OK)
     std::snprintf(err, sizeof err, "%s", lmrt_engine_last_error(pool->engine_));

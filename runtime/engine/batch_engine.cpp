@@ -105,14 +105,21 @@ void BatchEngine::end(Job& job, FinishReason why) {
   } else {
     job.result.finish_reason = why;
   }
-  job.state = State::done;
+  finished(job);
 }
 
 void BatchEngine::fail(Job& job, Status why) {
   job.status = std::move(why);
   if (job.state == State::prefilling || job.state == State::decoding) release_sequence(job);
   job.result.finish_reason = FinishReason::error;
+  finished(job);
+}
+
+void BatchEngine::finished(Job& job) {
   job.state = State::done;
+  if (finish_observer_) finish_observer_(job.id);
+  const FinishSink& f = job.request.on_finish;
+  if (f.fn != nullptr) f.fn(f.user, job.id, job.result.finish_reason);
 }
 
 void BatchEngine::admit() {
@@ -208,7 +215,7 @@ Status BatchEngine::step(bool* busy) {
       fail(job, std::move(s));
     } else if (done) {
       release_sequence(job);
-      job.state = State::done;
+      finished(job);
     } else {
       job.pending = next;
     }

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,12 +36,20 @@ struct EngineParams {
   static constexpr uint32_t kMaxRetained = 16;
 };
 
+// Told once that a request finished (whatever the reason), on the stepping thread after the
+// request's last piece, so that a waiting thread needs no polling.
+struct FinishSink {
+  void (*fn)(void* user, uint64_t id, FinishReason why) = nullptr;
+  void* user = nullptr;
+};
+
 // A request handed to the engine, with what it owns: the chain and stop criteria that req points to.
 struct EngineRequest {
   GenerateRequest req;
   std::unique_ptr<SamplerChain> chain;  // req.sampler, or null (greedy)
   std::vector<std::unique_ptr<StopCriterion>> criteria;
   TokenSink sink;
+  FinishSink on_finish;
   std::shared_ptr<void> sink_owner;  // what sink.user points to, kept alive as long as the request
 };
 
@@ -84,6 +93,9 @@ class BatchEngine {
   uint32_t n_cached() const { return pool_.n_cached(); }
   const EngineParams& params() const { return params_; }
   void drop_cached() { pool_.drop_cached(); }
+  // Called with a request's id as it finishes, before its own FinishSink (EngineThread keeps its
+  // finish table with it, so that a notified thread finds the request finished).
+  void observe_finishes(std::function<void(uint64_t id)> fn) { finish_observer_ = std::move(fn); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -107,6 +119,8 @@ class BatchEngine {
   void admit();
   void end(Job& job, FinishReason why);
   void fail(Job& job, Status why);
+  // Every way a request finishes ends here: it is done, and its FinishSink hears of it once.
+  void finished(Job& job);
   void release_sequence(Job& job);
 
   Context& ctx_;
@@ -115,6 +129,7 @@ class BatchEngine {
   KvSequences seqs_;
   SequencePool pool_;
   StepPlanner planner_;
+  std::function<void(uint64_t)> finish_observer_;
   uint64_t next_id_ = 1;
   std::vector<std::unique_ptr<Job>> jobs_;  // in submission order
   std::vector<Job*> lanes_;                 // per sequence id: its job, or null (free or cached)

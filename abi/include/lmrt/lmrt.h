@@ -849,6 +849,17 @@ LMRT_API lmrt_status lmrt_json_schema_to_grammar(const char* schema_json, char* 
  * the engine lives: do not use it otherwise. */
 typedef struct lmrt_engine lmrt_engine;
 
+/* Tells that a request finished, so that a thread waiting for it needs no polling: called exactly
+ * once for every request lmrt_engine_submit accepted, whatever the reason (eos, stop, length,
+ * context full, cancelled, failed, replayed from the response cache), with the user_data given to
+ * lmrt_engine_submit for it, its id and its finish reason. It comes on the thread that steps (the
+ * engine's own thread once started), after the request's last on_token call, with the engine's
+ * lock held: like on_token it may call lmrt_engine_cancel and nothing else of the engine, and should
+ * return quickly (e.g. wake the thread that then reads the result: lmrt_engine_wait already reports
+ * the request finished, lmrt_engine_result waits for the step to end). It is not called for requests that lmrt_engine_free drops unfinished, nor when the
+ * engine's thread stops on an internal failure (lmrt_engine_wait then returns with *finished 0). */
+typedef void (*lmrt_engine_finish_callback)(void* user_data, uint64_t request_id, lmrt_finish_reason finish_reason);
+
 typedef struct lmrt_engine_params {
   uint32_t struct_size;
   uint32_t max_sequences; /* requests decoding at once, 1..16 (default 4); more wait in a queue */
@@ -862,6 +873,8 @@ typedef struct lmrt_engine_params {
   /* Finished requests' sequences kept as cached prefixes, 0..16 (default 4); the least recently used
    * gives up its cells whenever a request needs them, so they never make a request wait or fail. */
   uint32_t retained_sequences;
+  uint32_t reserved0; /* 0 */
+  lmrt_engine_finish_callback on_finish; /* NULL (default): no finish notification */
 } lmrt_engine_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
