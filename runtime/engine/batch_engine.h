@@ -15,6 +15,7 @@
 
 #include "runtime/engine/sequence_pool.h"
 #include "runtime/engine/step_planner.h"
+#include "runtime/generate/cached_generation.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
 #include "runtime/generate/sequence_decoder.h"
@@ -50,6 +51,11 @@ struct EngineRequest {
   std::vector<std::unique_ptr<StopCriterion>> criteria;
   TokenSink sink;
   FinishSink on_finish;
+  // The response cache (cache null: none), with generate_cached's key and rules: a cacheable
+  // request is looked up at submit and, on a hit, replayed at the next step without a sequence; a
+  // miss that finishes by eos, stop or length is stored (context_full depends on the other
+  // requests, cancelled and failed ones are not answers).
+  CacheUse cache;
   std::shared_ptr<void> sink_owner;  // what sink.user points to, kept alive as long as the request
 };
 
@@ -82,6 +88,8 @@ class BatchEngine {
   // A request's state, result and status (its own failure). Errors: invalid_argument (unknown id).
   Status state(uint64_t id, State* out) const;
   const GenerateResult* result(uint64_t id) const;
+  // What the response cache did for a request (nothing without one). Null for an unknown id.
+  const CacheOutcome* cache_outcome(uint64_t id) const;
   Status request_status(uint64_t id) const;
   // Forgets a finished request (its result goes). Errors: invalid_argument (unknown or unfinished).
   Status release(uint64_t id);
@@ -111,6 +119,9 @@ class BatchEngine {
     int32_t pending = 0;       // the sampled token to evaluate next (decoding)
     SequenceDecoder decoder;
     GenerateResult result;
+    CacheOutcome cache;
+    CacheKey key;                         // when cache.consulted
+    std::unique_ptr<CachedResponse> hit;  // a cache hit waiting to be replayed
     Clock::time_point t_submit{}, t_admit{};
   };
 
@@ -122,6 +133,10 @@ class BatchEngine {
   // Every way a request finishes ends here: it is done, and its FinishSink hears of it once.
   void finished(Job& job);
   void release_sequence(Job& job);
+  // The response cache's part: looking a new request up, replaying a hit, storing an answer.
+  void look_up(Job& job);
+  void replay(Job& job);
+  void store(Job& job);
 
   Context& ctx_;
   const Tokenizer& tok_;
