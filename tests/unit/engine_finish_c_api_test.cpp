@@ -21,12 +21,8 @@
 namespace {
 
 using lmrt::test::ContextPtr;
+using lmrt::test::EnginePtr;
 using lmrt::test::ModelPtr;
-
-struct EngineFreer {
-  void operator()(lmrt_engine* e) const { lmrt_engine_free(e); }
-};
-using EnginePtr = std::unique_ptr<lmrt_engine, EngineFreer>;
 
 struct HostFreer {
   void operator()(lmrt_plugin_host* h) const { lmrt_plugin_host_free(h); }
