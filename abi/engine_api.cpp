@@ -13,9 +13,10 @@ namespace {
 
 static_assert(sizeof(lmrt_token_logprobs) == sizeof(lmrt::TokenLogprobs), "see generate_api.cpp");
 
-// A request's C callback, called through the runtime's sink.
+// A request's C callbacks, called through the runtime's sinks.
 struct Callback {
   lmrt_token_callback fn;
+  lmrt_engine_finish_callback on_finish;
   void* user;
 };
 
@@ -25,12 +26,17 @@ int call_back(void* user, std::string_view text, const lmrt::GenerateResult& so_
   return cb->fn(cb->user, &ev);
 }
 
+void call_finish(void* user, uint64_t id, lmrt::FinishReason why) {
+  const auto* cb = static_cast<const Callback*>(user);
+  cb->on_finish(cb->user, id, static_cast<lmrt_finish_reason>(why));
+}
+
 }  // namespace
 
 extern "C" {
 
 lmrt_status lmrt_engine_params_init_sized(lmrt_engine_params* params, size_t struct_size) {
-  lmrt_engine_params d{sizeof(lmrt_engine_params), 4, 64, 1, 4};
+  lmrt_engine_params d{sizeof(lmrt_engine_params), 4, 64, 1, 4, 0, nullptr, nullptr};
   return init_sized(params, struct_size, d);
 }
 
@@ -52,6 +58,8 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
         ep.retained_sequences = p.retained_sequences;
         auto e = std::make_unique<lmrt_engine>();
         e->ctx = ctx;
+        e->on_finish = p.on_finish;
+        e->cache = p.cache;
         std::unique_ptr<lmrt::BatchEngine> be;
         LMRT_RETURN_IF_ERROR(lmrt::BatchEngine::create(*ctx->ctx, *ctx->model->tokenizer, ep, &be));
         e->engine = std::make_unique<lmrt::EngineThread>(std::move(be));
@@ -85,15 +93,21 @@ lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request*
         lmrt_generate_request req;
         lmrt::EngineRequest er;
         LMRT_RETURN_IF_ERROR(translate_request(request, &req, &er.req));
-        if (req.n_beams != 0 || req.cache != nullptr)
-          return lmrt::Error(Code::invalid_argument, "beam search and the response cache do not run in an engine");
-        std::string criteria_key;
+        if (req.n_beams != 0) return lmrt::Error(Code::invalid_argument, "beam search does not run in an engine");
+        std::string criteria_key;  // for the cache key: the criteria and the plugins behind them
         LMRT_RETURN_IF_ERROR(
             request_samplers(req, *engine->ctx->model, &er.req, &er.chain, &er.criteria, &criteria_key));
-        if (on_token != nullptr) {
-          auto cb = std::make_shared<Callback>(Callback{on_token, user_data});
-          er.sink.fn = call_back;
-          er.sink.user = cb.get();
+        // As lmrt_generate does (generate_api.cpp).
+        lmrt_cache* cache = req.cache != nullptr ? req.cache : engine->cache;
+        er.cache.cache = cache != nullptr ? cache->cache.get() : nullptr;
+        er.cache.fingerprint = engine->ctx->model->fingerprint;
+        er.cache.seeded = req.sampler != nullptr || req.seed != LMRT_SEED_RANDOM;
+        er.cache.version = LMRT_VERSION_NUMBER;
+        er.cache.extra_key = criteria_key;
+        if (on_token != nullptr || engine->on_finish != nullptr) {
+          auto cb = std::make_shared<Callback>(Callback{on_token, engine->on_finish, user_data});
+          if (on_token != nullptr) er.sink = lmrt::TokenSink{call_back, cb.get()};
+          if (engine->on_finish != nullptr) er.on_finish = lmrt::FinishSink{call_finish, cb.get()};
           er.sink_owner = std::move(cb);
         }
         uint64_t id = 0;
@@ -157,6 +171,10 @@ lmrt_status lmrt_engine_result(lmrt_engine* engine, uint64_t request_id, lmrt_ge
           full.decode_tokens_per_s = g->timings.decode_tokens_per_s;
           full.logprobs =
               g->logprobs.empty() ? nullptr : reinterpret_cast<const lmrt_token_logprobs*>(g->logprobs.data());
+          const lmrt::CacheOutcome* cache = be.cache_outcome(request_id);
+          full.cache_hit = cache->hit ? 1 : 0;
+          full.cache_consulted = cache->consulted ? 1 : 0;
+          full.cache_ms = cache->lookup_ms;
           write_prefix(full, result);
           return be.request_status(request_id);
         });

@@ -117,6 +117,8 @@ struct lmrt_context {
 // A batch engine on a context.
 struct lmrt_engine {
   lmrt_context* ctx = nullptr;
-  std::unique_ptr<lmrt::EngineThread> engine;  // the BatchEngine, its lock and its own thread
-  lmrt::abi::PerThreadError errors;            // the engine is shared by threads
+  std::unique_ptr<lmrt::EngineThread> engine;       // the BatchEngine, its lock and its own thread
+  lmrt_engine_finish_callback on_finish = nullptr;  // lmrt_engine_params.on_finish
+  lmrt_cache* cache = nullptr;                      // lmrt_engine_params.cache
+  lmrt::abi::PerThreadError errors;                 // the engine is shared by threads
 };

@@ -49,8 +49,9 @@ static_assert(sizeof(lmrt_generate_result) == 136 && offsetof(lmrt_generate_resu
 static_assert(sizeof(lmrt_cache_params) == 64 && offsetof(lmrt_cache_params, on_warning) == 40 &&
               offsetof(lmrt_cache_params, prefix_min_tokens) == 56);
 static_assert(sizeof(lmrt_cache_stats) == 64 && offsetof(lmrt_cache_stats, bytes) == 56);
-static_assert(sizeof(lmrt_engine_params) == 20 && offsetof(lmrt_engine_params, prefill_chunk) == 8 &&
+static_assert(sizeof(lmrt_engine_params) == 40 && offsetof(lmrt_engine_params, prefill_chunk) == 8 &&
               offsetof(lmrt_engine_params, prefix_reuse) == 12 &&
-              offsetof(lmrt_engine_params, retained_sequences) == 16);
+              offsetof(lmrt_engine_params, retained_sequences) == 16 && offsetof(lmrt_engine_params, on_finish) == 24 &&
+              offsetof(lmrt_engine_params, cache) == 32);
 static_assert(sizeof(lmrt_engine_stats) == 32 && offsetof(lmrt_engine_stats, started) == 24 &&
               offsetof(lmrt_engine_stats, n_cached) == 28);

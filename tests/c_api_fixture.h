@@ -1,4 +1,4 @@
-// The model and context setup every C-API test needs, through lmrt.h only: owning handles, and
+// The model, context and engine setup every C-API test needs, through lmrt.h only: owning handles, and
 // opening a shared model / creating a context with the test's failure reported by gtest.
 #pragma once
 
@@ -18,8 +18,12 @@ struct ModelCloser {
 struct ContextFreer {
   void operator()(lmrt_context* c) const { lmrt_context_free(c); }
 };
+struct EngineFreer {
+  void operator()(lmrt_engine* e) const { lmrt_engine_free(e); }
+};
 using ModelPtr = std::unique_ptr<lmrt_model, ModelCloser>;
 using ContextPtr = std::unique_ptr<lmrt_context, ContextFreer>;
+using EnginePtr = std::unique_ptr<lmrt_engine, EngineFreer>;
 
 // Opens ../shared/models/<name>; a failure is a test failure (and a null handle).
 inline ModelPtr open_shared_model(const std::string& name) {

@@ -49,6 +49,14 @@ struct ChoiceSink {
   ServerMetrics* metrics = nullptr;  // receives every finished choice
 };
 
+// The one place a finished choice reaches the metrics: every choice that ran counts (a cancelled
+// one too: its tokens were computed), a failed one does not.
+void record_choice(const ChoiceSink& sink, const lmrt_context* ctx, const ChoiceResult& r) {
+  if (sink.metrics == nullptr || r.status != LMRT_OK) return;
+  sink.metrics->record_choice(ctx, r.prompt_tokens, r.reused_tokens, r.completion_tokens, r.ttft_ms, r.decode_ms,
+                              r.kv_cells);
+}
+
 struct RunTotals {
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
@@ -72,9 +80,7 @@ bool run_on_context(lmrt_context* ctx, const ApiRequest& r, const std::vector<st
       if (sink.should_stop()) return false;
       ChoiceResult result = run_choice(ctx, prompt_ids[p], r.sampling, static_cast<uint64_t>(j),
                                        std::function<bool(const Piece&)>(on_piece));
-      if (sink.metrics != nullptr && result.status == LMRT_OK)
-        sink.metrics->record_choice(ctx, result.prompt_tokens, result.reused_tokens, result.completion_tokens,
-                                    result.ttft_ms, result.decode_ms, result.kv_cells);
+      record_choice(sink, ctx, result);
       if (!alive || result.finish == LMRT_FINISH_CANCELLED) return false;
       if (result.status != LMRT_OK) {
         totals->failure = std::move(result);
@@ -111,13 +117,11 @@ bool run_on_engine(lmrt_engine* engine, uint32_t n_ctx, const ApiRequest& r,
   };
   bool cancelled = false;
   run.on_done = [&](int index, ChoiceResult&& result) {
+    record_choice(sink, nullptr, result);  // the engine's arena: its cells are read from the engine
     if (result.status != LMRT_OK) {
       totals->failure = std::move(result);
       return true;
     }
-    if (sink.metrics != nullptr)
-      sink.metrics->record_choice(nullptr, result.prompt_tokens, result.reused_tokens, result.completion_tokens,
-                                  result.ttft_ms, result.decode_ms, 0);
     if (result.finish == LMRT_FINISH_CANCELLED) return !(cancelled = true);
     if (index % r.n == 0) totals->prompt_tokens += result.prompt_tokens;
     totals->completion_tokens += result.completion_tokens;

@@ -9,10 +9,10 @@ namespace {
 // Entries a request's handoff holds before pieces merge: a client that reads 64 pieces behind
 // still gets them one by one.
 constexpr size_t kHandoffEntries = 64;
-// How often the request's thread looks at finishes, the client and the deadline while no piece
-// comes (a finish may come without a last piece).
-constexpr std::chrono::milliseconds kPoll(5);
-constexpr int kPollsPerCheck = 200;  // of the engine's health, when nothing came for that long
+// How long the request's thread sleeps for a piece or a finish before it looks at the client and
+// the deadline (finishes wake it: they come through the handoff).
+constexpr std::chrono::milliseconds kQuiet(50);
+constexpr int kQuietsPerCheck = 20;  // of the engine's health, when nothing came for that long
 
 struct CallbackState {
   PieceHandoff* handoff;
@@ -31,11 +31,6 @@ int hand_off(void* user, const lmrt_token_event* ev) {
   }
 }
 
-bool finished(lmrt_engine* engine, uint64_t id) {
-  int done = 0;
-  return lmrt_engine_wait(engine, id, 0, &done) != LMRT_OK || done != 0;
-}
-
 bool engine_running(lmrt_engine* engine) {
   lmrt_engine_stats st{};
   st.struct_size = sizeof st;
@@ -51,11 +46,29 @@ ChoiceResult failure(lmrt_status status, std::string message) {
 
 }  // namespace
 
+void notice_finish(void* user_data, uint64_t, lmrt_finish_reason) {
+  auto* st = static_cast<CallbackState*>(user_data);
+  if (st == nullptr) return;  // a request submitted without a handoff
+  try {
+    st->handoff->push_finished(st->index);
+  } catch (...) {  // out of memory: the request's thread finds it by the engine's health check
+  }
+}
+
+void PieceHandoff::push_finished(int index) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.push_back(Entry{index, Piece{}, true});
+  }
+  ready_.notify_one();
+}
+
 void PieceHandoff::push(int index, Piece piece) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (entries_.size() >= capacity_) {
-      auto same = std::find_if(entries_.rbegin(), entries_.rend(), [&](const Entry& e) { return e.index == index; });
+      auto same = std::find_if(entries_.rbegin(), entries_.rend(),
+                               [&](const Entry& e) { return e.index == index && !e.finished; });
       if (same != entries_.rend()) {
         same->piece.text += piece.text;
         std::move(piece.logprobs.begin(), piece.logprobs.end(), std::back_inserter(same->piece.logprobs));
@@ -107,35 +120,39 @@ bool run_batched_choices(const BatchedRun& run, const std::vector<ChoiceTask>& t
     }
   }
   size_t n_left = static_cast<size_t>(std::count_if(ids.begin(), ids.end(), [](uint64_t id) { return id != 0; }));
-  std::vector<PieceHandoff::Entry> pieces;
-  std::vector<size_t> done;
-  int quiet_polls = 0;
+  std::vector<PieceHandoff::Entry> entries;
+  int quiet = 0;
+  auto finish = [&](int index) {
+    const size_t i = static_cast<size_t>(
+        std::find_if(tasks.begin(), tasks.end(), [&](const ChoiceTask& t) { return t.index == index; }) -
+        tasks.begin());
+    if (i == tasks.size() || ids[i] == 0) return;
+    lmrt_generate_result res{};
+    res.struct_size = sizeof res;
+    const lmrt_status st = lmrt_engine_result(run.engine, ids[i], &res);
+    ChoiceResult r = choice_from_result(res);
+    if (st != LMRT_OK) r = failure(st, lmrt_engine_last_error(run.engine));
+    (void)lmrt_engine_release(run.engine, ids[i]);
+    ids[i] = 0;
+    --n_left;
+    if (go_on) deliver(index, std::move(r));
+  };
   while (go_on && n_left > 0) {
-    pieces.clear();
-    (void)handoff.take(&pieces, kPoll);
-    // Finishes first, then every piece that came before them, then the finishes.
-    done.clear();
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] != 0 && finished(run.engine, ids[i])) done.push_back(i);
-    (void)handoff.take(&pieces, std::chrono::milliseconds(0));
-    for (const PieceHandoff::Entry& e : pieces)
-      if (go_on && !run.on_piece(e.index, e.piece)) stopped = true, go_on = false;
-    for (size_t i : done) {
-      lmrt_generate_result res{};
-      res.struct_size = sizeof res;
-      const lmrt_status st = lmrt_engine_result(run.engine, ids[i], &res);
-      ChoiceResult r = choice_from_result(res);
-      if (st != LMRT_OK) r = failure(st, lmrt_engine_last_error(run.engine));
-      (void)lmrt_engine_release(run.engine, ids[i]);
-      ids[i] = 0;
-      --n_left;
-      if (go_on) deliver(tasks[i].index, std::move(r));
+    entries.clear();
+    const bool any = handoff.take(&entries, kQuiet);
+    // In the engine's order: a choice's pieces, then its finish.
+    for (PieceHandoff::Entry& e : entries) {
+      if (e.finished) {
+        finish(e.index);
+      } else if (go_on && !run.on_piece(e.index, e.piece)) {
+        stopped = true, go_on = false;
+      }
     }
     if (go_on && n_left > 0 && run.should_stop()) stopped = true, go_on = false;
-    // A quiet second: is the engine still there? (Its lock is not taken on every poll: that would
-    // hold up the steps.)
-    quiet_polls = done.empty() && pieces.empty() ? quiet_polls + 1 : 0;
-    if (go_on && n_left > 0 && quiet_polls % kPollsPerCheck == 0 && quiet_polls > 0 && !engine_running(run.engine)) {
+    // A quiet second: is the engine still there? (A thread that stopped on a failure finishes
+    // nothing any more.)
+    quiet = any ? 0 : quiet + 1;
+    if (go_on && n_left > 0 && quiet % kQuietsPerCheck == 0 && quiet > 0 && !engine_running(run.engine)) {
       const size_t first =
           static_cast<size_t>(std::find_if(ids.begin(), ids.end(), [](uint64_t id) { return id != 0; }) - ids.begin());
       deliver(tasks[first].index, failure(LMRT_ERR_INTERNAL, "the batch engine stopped"));

@@ -1,9 +1,10 @@
 // Runs the choices of one API request as requests of the server's batch engine: they decode in the
-// same forward passes as every other client's. The engine's thread hands each piece to the
-// request's own thread through a bounded PieceHandoff and never waits for a client: when the
-// handoff is full, a piece joins the last one of its choice still waiting (the text only grows, the
-// entries do not). The request's thread writes to the client, notices a client that went away and
-// cancels its requests.
+// same forward passes as every other client's. The engine's thread hands each piece, and at the end
+// the finish notice (lmrt_engine_params.on_finish = notice_finish), to the request's own thread
+// through a bounded PieceHandoff and never waits for a client: when the handoff is full, a piece
+// joins the last one of its choice still waiting (the text only grows, the entries do not). The
+// request's thread sleeps until an entry comes, writes to the client, notices a client that went
+// away and cancels its requests.
 #pragma once
 
 #include <lmrt/lmrt.h>
@@ -27,11 +28,14 @@ class PieceHandoff {
   struct Entry {
     int index;  // the choice
     Piece piece;
+    bool finished = false;  // the choice's finish notice (after its last piece; no text)
   };
   explicit PieceHandoff(size_t capacity) : capacity_(capacity) {}
 
   // From the engine's thread: never waits for the consumer.
   void push(int index, Piece piece);
+  // The choice finished: always its own entry (one per choice, so the handoff stays bounded).
+  void push_finished(int index);
   // Moves every waiting entry to *out (in order), waiting up to `wait` for the first. False when none.
   bool take(std::vector<Entry>* out, std::chrono::milliseconds wait);
   size_t size() const;
@@ -50,10 +54,13 @@ struct ChoiceTask {
   uint64_t seed_offset;
 };
 
+// The server's engine's lmrt_engine_params.on_finish: passes a request's finish to its handoff.
+void notice_finish(void* user_data, uint64_t request_id, lmrt_finish_reason reason);
+
 struct BatchedRun {
   lmrt_engine* engine = nullptr;
   uint32_t n_ctx = 0;                 // the cells one request may hold (prompt + generated), as a context of its own
-  std::function<bool()> should_stop;  // polled at least every few milliseconds
+  std::function<bool()> should_stop;  // polled at least every 50 ms
   std::function<bool(int index, const Piece&)> on_piece;   // false: stop (the client is gone)
   std::function<bool(int index, ChoiceResult&&)> on_done;  // a finished choice (status != OK: its failure)
 };

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "batched_choices.h"
+
 namespace server {
 
 std::unique_ptr<ContextPool> ContextPool::create(lmrt_model* model, const lmrt_context_params& params, size_t n,
@@ -31,7 +33,8 @@ std::unique_ptr<ContextPool> ContextPool::create(lmrt_model* model, const lmrt_c
 }
 
 std::unique_ptr<ContextPool> ContextPool::create_batched(lmrt_model* model, const lmrt_context_params& params,
-                                                         size_t n_sequences, size_t max_queue, std::string* error) {
+                                                         size_t n_sequences, size_t max_queue, lmrt_cache* cache,
+                                                         std::string* error) {
   std::unique_ptr<ContextPool> pool(new ContextPool(max_queue));
   const uint32_t n_lanes = static_cast<uint32_t>(std::min<size_t>(n_sequences, 16));  // the engine's most
   lmrt_context_params arena = params;
@@ -47,6 +50,8 @@ std::unique_ptr<ContextPool> ContextPool::create_batched(lmrt_model* model, cons
   lmrt_engine_params ep;
   lmrt_engine_params_init(&ep);
   ep.max_sequences = n_lanes;
+  ep.on_finish = notice_finish;  // finishes wake the request's thread (batched_choices.h)
+  ep.cache = cache;
   st = lmrt_engine_create(ctx, &ep, &pool->engine_, err, sizeof err);
   if (st == LMRT_OK && (st = lmrt_engine_start(pool->engine_)) != LMRT_OK)
     std::snprintf(err, sizeof err, "%s", lmrt_engine_last_error(pool->engine_));
@@ -60,6 +65,7 @@ std::unique_ptr<ContextPool> ContextPool::create_batched(lmrt_model* model, cons
     *error = std::string(lmrt_status_str(st)) + ": " + err;
     return nullptr;
   }
+  if (cache != nullptr) lmrt_context_set_cache(shift, cache);
   pool->all_.push_back(shift);
   pool->n_ctx_ = params.n_ctx;
   pool->n_workers_ = n_sequences;

@@ -51,9 +51,11 @@ class ContextPool {
   // One context whose engine decodes up to S = min(n_sequences, 16) requests at once, with S x
   // params.n_ctx cells (each request may hold params.n_ctx of them, as on a context of its own),
   // and n_sequences workers (beyond 16, requests wait in the engine), and a context of params for
-  // the jobs that shift their context. params.n_ctx must not be 0.
+  // the jobs that shift their context. params.n_ctx must not be 0. `cache` (may be NULL) answers
+  // deterministic requests on both.
   static std::unique_ptr<ContextPool> create_batched(lmrt_model* model, const lmrt_context_params& params,
-                                                     size_t n_sequences, size_t max_queue, std::string* error);
+                                                     size_t n_sequences, size_t max_queue, lmrt_cache* cache,
+                                                     std::string* error);
   ~ContextPool();  // runs stop(0)
   ContextPool(const ContextPool&) = delete;
   ContextPool& operator=(const ContextPool&) = delete;

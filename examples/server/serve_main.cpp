@@ -129,18 +129,20 @@ int serve(ServeOptions opt) {
   lmrt_model_get_info(h.model, &info);
 
   // --parallel N: N sequences of one context whose batch engine decodes them in the same forward
-  // passes (continuous batching). The response cache works inside lmrt_generate on a context, so
-  // with --cache the server keeps N contexts of their own. Either way a request may hold --ctx-size
-  // cells: the shared arena has N x that many.
+  // passes (continuous batching), the response cache in front of it (lmrt_engine_params.cache).
+  // The cache's prompt-prefix states are loaded and stored by lmrt_generate on a context, so with
+  // --prefix-cache the server keeps N contexts of their own. Either way a request may hold
+  // --ctx-size cells: the shared arena has N x that many.
   lmrt_context_params cp;
   lmrt_context_params_init(&cp);
   cp.n_ctx = opt.ctx_size != 0 ? opt.ctx_size : info.n_ctx_train;
-  const bool batched = h.cache == nullptr;
+  const bool batched = h.cache == nullptr || opt.prefix_min_tokens == 0;
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   cp.n_threads = opt.threads != 0 ? opt.threads : batched ? cpus : std::max(1u, cpus / opt.parallel);
   const size_t queue = opt.queue != 0 ? opt.queue : 4u * opt.parallel;
-  std::unique_ptr<ContextPool> pool = batched ? ContextPool::create_batched(h.model, cp, opt.parallel, queue, &why)
-                                              : ContextPool::create(h.model, cp, opt.parallel, queue, h.cache, &why);
+  std::unique_ptr<ContextPool> pool = batched
+                                          ? ContextPool::create_batched(h.model, cp, opt.parallel, queue, h.cache, &why)
+                                          : ContextPool::create(h.model, cp, opt.parallel, queue, h.cache, &why);
   if (!pool) {
     fail("cannot create contexts: " + why);
     return 1;

@@ -32,7 +32,7 @@ const char* serve_usage() {
          "  GET /health, GET /metrics. --prefix-cache N: prompts of more than N tokens leave their state in\n"
          "  the --cache file and later requests starting with one (after a restart too) load it.\n"
          "  --parallel N requests decode together as N sequences of one context (batched; a request\n"
-         "  holds up to --ctx-size cells, the arena N x that; with --cache, N contexts); --queue\n"
+         "  holds up to --ctx-size cells, the arena N x that; with --prefix-cache, N contexts); --queue\n"
          "  requests wait (default 4 x parallel), more get 429. MODEL may come from $LMRT_MODEL; the API key from\n"
          "  --api-key-file or $LMRT_API_KEY (--api-key KEY works but shows the key to `ps`).\n"
          "  max_tokens is clamped to --max-tokens-limit (default: the context size); a request runs\n"

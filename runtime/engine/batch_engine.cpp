@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/kv/kv_arena.h"
+
 namespace lmrt {
 
 namespace {
@@ -80,6 +82,7 @@ Status BatchEngine::submit(EngineRequest request, uint64_t* id) {
   job->request.req.sampler = job->request.chain.get();
   job->request.req.stop_criteria.clear();
   for (const auto& c : job->request.criteria) job->request.req.stop_criteria.push_back(c.get());
+  look_up(*job);
   job->id = next_id_++;
   *id = job->id;
   jobs_.push_back(std::move(job));
@@ -91,6 +94,43 @@ Status BatchEngine::cancel(uint64_t id) {
   if (j == nullptr) return Error(Code::invalid_argument, "no request " + std::to_string(id));
   j->cancel = true;
   return Status::Ok();
+}
+
+void BatchEngine::look_up(Job& job) {
+  const CacheUse& use = job.request.cache;
+  if (use.cache == nullptr || !cacheable(job.request.req, use)) return;
+  const auto t0 = Clock::now();
+  if (Status s =
+          request_cache_key(job.request.req, use, job.prompt, ctx_.n_ctx(), kv_type_name(ctx_.kv().type()), &job.key);
+      !s.ok()) {
+    job.cache.warning = s.message();
+    return;
+  }
+  job.cache.consulted = true;
+  auto cached = std::make_unique<CachedResponse>();
+  bool hit = false;
+  if (Status s = use.cache->lookup(job.key, cached.get(), &hit); !s.ok()) job.cache.warning = s.message();
+  if (hit) job.hit = std::move(cached);
+  job.cache.lookup_ms = ms_since(t0);
+}
+
+void BatchEngine::replay(Job& job) {
+  const auto t0 = Clock::now();
+  job.cache.hit = true;
+  (void)replay_cached(*job.hit, job.request.sink, &job.result);
+  job.hit.reset();
+  job.cache.lookup_ms += ms_since(t0);
+  job.result.timings.ttft_ms = ms_since(job.t_submit);
+  finished(job);
+}
+
+void BatchEngine::store(Job& job) {
+  const FinishReason why = job.result.finish_reason;
+  if (!job.cache.consulted || job.cache.hit ||
+      (why != FinishReason::eos && why != FinishReason::stop && why != FinishReason::length))
+    return;
+  if (Status s = job.request.cache.cache->store(job.key, to_cached(job.result)); !s.ok())
+    job.cache.warning = s.message();
 }
 
 void BatchEngine::release_sequence(Job& job) {
@@ -105,14 +145,21 @@ void BatchEngine::end(Job& job, FinishReason why) {
   } else {
     job.result.finish_reason = why;
   }
-  job.state = State::done;
+  finished(job);
 }
 
 void BatchEngine::fail(Job& job, Status why) {
   job.status = std::move(why);
   if (job.state == State::prefilling || job.state == State::decoding) release_sequence(job);
   job.result.finish_reason = FinishReason::error;
+  finished(job);
+}
+
+void BatchEngine::finished(Job& job) {
   job.state = State::done;
+  if (finish_observer_) finish_observer_(job.id);
+  const FinishSink& f = job.request.on_finish;
+  if (f.fn != nullptr) f.fn(f.user, job.id, job.result.finish_reason);
 }
 
 void BatchEngine::admit() {
@@ -141,8 +188,10 @@ void BatchEngine::admit() {
 }
 
 Status BatchEngine::step(bool* busy) {
-  for (const auto& jp : jobs_)
+  for (const auto& jp : jobs_) {
     if (jp->cancel && jp->state != State::done) end(*jp, FinishReason::cancelled);
+    if (jp->hit != nullptr && jp->state == State::queued) replay(*jp);  // needs no sequence
+  }
   admit();
   for (uint32_t i = 0; i < lanes_.size(); ++i) {
     const Job* j = lanes_[i];
@@ -208,7 +257,8 @@ Status BatchEngine::step(bool* busy) {
       fail(job, std::move(s));
     } else if (done) {
       release_sequence(job);
-      job.state = State::done;
+      store(job);
+      finished(job);
     } else {
       job.pending = next;
     }
@@ -233,6 +283,11 @@ Status BatchEngine::state(uint64_t id, State* out) const {
 const GenerateResult* BatchEngine::result(uint64_t id) const {
   const Job* j = find(id);
   return j == nullptr ? nullptr : &j->result;
+}
+
+const CacheOutcome* BatchEngine::cache_outcome(uint64_t id) const {
+  const Job* j = find(id);
+  return j == nullptr ? nullptr : &j->cache;
 }
 
 Status BatchEngine::request_status(uint64_t id) const {

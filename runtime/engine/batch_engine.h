@@ -9,11 +9,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "runtime/engine/sequence_pool.h"
 #include "runtime/engine/step_planner.h"
+#include "runtime/generate/cached_generation.h"
 #include "runtime/generate/context.h"
 #include "runtime/generate/generator.h"
 #include "runtime/generate/sequence_decoder.h"
@@ -35,12 +37,25 @@ struct EngineParams {
   static constexpr uint32_t kMaxRetained = 16;
 };
 
+// Told once that a request finished (whatever the reason), on the stepping thread after the
+// request's last piece, so that a waiting thread needs no polling.
+struct FinishSink {
+  void (*fn)(void* user, uint64_t id, FinishReason why) = nullptr;
+  void* user = nullptr;
+};
+
 // A request handed to the engine, with what it owns: the chain and stop criteria that req points to.
 struct EngineRequest {
   GenerateRequest req;
   std::unique_ptr<SamplerChain> chain;  // req.sampler, or null (greedy)
   std::vector<std::unique_ptr<StopCriterion>> criteria;
   TokenSink sink;
+  FinishSink on_finish;
+  // The response cache (cache null: none), with generate_cached's key and rules: a cacheable
+  // request is looked up at submit and, on a hit, replayed at the next step without a sequence; a
+  // miss that finishes by eos, stop or length is stored (context_full depends on the other
+  // requests, cancelled and failed ones are not answers).
+  CacheUse cache;
   std::shared_ptr<void> sink_owner;  // what sink.user points to, kept alive as long as the request
 };
 
@@ -73,6 +88,8 @@ class BatchEngine {
   // A request's state, result and status (its own failure). Errors: invalid_argument (unknown id).
   Status state(uint64_t id, State* out) const;
   const GenerateResult* result(uint64_t id) const;
+  // What the response cache did for a request (nothing without one). Null for an unknown id.
+  const CacheOutcome* cache_outcome(uint64_t id) const;
   Status request_status(uint64_t id) const;
   // Forgets a finished request (its result goes). Errors: invalid_argument (unknown or unfinished).
   Status release(uint64_t id);
@@ -84,6 +101,9 @@ class BatchEngine {
   uint32_t n_cached() const { return pool_.n_cached(); }
   const EngineParams& params() const { return params_; }
   void drop_cached() { pool_.drop_cached(); }
+  // Called with a request's id as it finishes, before its own FinishSink (EngineThread keeps its
+  // finish table with it, so that a notified thread finds the request finished).
+  void observe_finishes(std::function<void(uint64_t id)> fn) { finish_observer_ = std::move(fn); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -99,6 +119,9 @@ class BatchEngine {
     int32_t pending = 0;       // the sampled token to evaluate next (decoding)
     SequenceDecoder decoder;
     GenerateResult result;
+    CacheOutcome cache;
+    CacheKey key;                         // when cache.consulted
+    std::unique_ptr<CachedResponse> hit;  // a cache hit waiting to be replayed
     Clock::time_point t_submit{}, t_admit{};
   };
 
@@ -107,7 +130,13 @@ class BatchEngine {
   void admit();
   void end(Job& job, FinishReason why);
   void fail(Job& job, Status why);
+  // Every way a request finishes ends here: it is done, and its FinishSink hears of it once.
+  void finished(Job& job);
   void release_sequence(Job& job);
+  // The response cache's part: looking a new request up, replaying a hit, storing an answer.
+  void look_up(Job& job);
+  void replay(Job& job);
+  void store(Job& job);
 
   Context& ctx_;
   const Tokenizer& tok_;
@@ -115,6 +144,7 @@ class BatchEngine {
   KvSequences seqs_;
   SequencePool pool_;
   StepPlanner planner_;
+  std::function<void(uint64_t)> finish_observer_;
   uint64_t next_id_ = 1;
   std::vector<std::unique_ptr<Job>> jobs_;  // in submission order
   std::vector<Job*> lanes_;                 // per sequence id: its job, or null (free or cached)

@@ -15,6 +15,10 @@ Status from_sink(const char* what) {
 
 }  // namespace
 
+EngineThread::EngineThread(std::unique_ptr<BatchEngine> engine) : engine_(std::move(engine)) {
+  engine_->observe_finishes([this](uint64_t id) { record_finish(id); });
+}
+
 EngineThread::~EngineThread() { (void)stop(); }
 
 std::unique_lock<std::mutex> EngineThread::lock_for_caller() {
@@ -71,7 +75,6 @@ void EngineThread::loop() {
     Status s;
     try {  // nothing may escape the thread (std::terminate)
       s = step_locked(nullptr);
-      publish_finishes();
     } catch (const std::bad_alloc&) {
       s = Error(Code::out_of_memory, "a memory allocation failed during a step");
     } catch (const std::exception& e) {
@@ -105,23 +108,17 @@ Status EngineThread::step_locked(uint32_t* n_unfinished) {
   return s;
 }
 
-void EngineThread::publish_finishes() {
-  bool any = false;
+void EngineThread::record_finish(uint64_t id) {
   {
     std::lock_guard<std::mutex> lock(status_mu_);
-    for (size_t i = 0; i < live_.size();) {
-      BatchEngine::State st = BatchEngine::State::queued;
-      if (engine_->state(live_[i], &st).ok() && st != BatchEngine::State::done) {
-        ++i;
-        continue;
-      }
-      done_.insert(live_[i]);
-      live_[i] = live_.back();
+    auto it = std::find(live_.begin(), live_.end(), id);
+    if (it != live_.end()) {
+      *it = live_.back();
       live_.pop_back();
-      any = true;
     }
+    done_.insert(id);
   }
-  if (any) finishes_.notify_all();
+  finishes_.notify_all();
 }
 
 Status EngineThread::submit(EngineRequest request, uint64_t* id) {
@@ -146,9 +143,7 @@ Status EngineThread::step(uint32_t* n_unfinished) {
   if (in_sink()) return from_sink("step");
   auto lock = lock_for_caller();
   if (started_.load()) return Error(Code::invalid_argument, "the engine runs on its own thread: stop it first");
-  Status s = step_locked(n_unfinished);
-  publish_finishes();
-  return s;
+  return step_locked(n_unfinished);
 }
 
 Status EngineThread::run() {

@@ -23,7 +23,7 @@ namespace lmrt {
 
 class EngineThread {
  public:
-  explicit EngineThread(std::unique_ptr<BatchEngine> engine) : engine_(std::move(engine)) {}
+  explicit EngineThread(std::unique_ptr<BatchEngine> engine);
   ~EngineThread();  // stops the thread
   EngineThread(const EngineThread&) = delete;
   EngineThread& operator=(const EngineThread&) = delete;
@@ -47,7 +47,7 @@ class EngineThread {
   Status run();
   // Waits until request `id` finished (*finished = true), timeout_ms passed (< 0: no limit) or the
   // thread stopped (*finished = false). On a stopped engine it returns at once. It takes only the
-  // lock of the finish table (filled after each step), never the engine's: waiters and pollers
+  // lock of the finish table (filled as requests finish), never the engine's: waiters and pollers
   // never hold up a step. Errors: invalid_argument (unknown id, from a sink).
   Status wait(uint64_t id, int64_t timeout_ms, bool* finished);
   // Forgets a finished request. Errors: as BatchEngine::release; from a sink.
@@ -60,8 +60,9 @@ class EngineThread {
   // The lock for a caller: counted in want_ while it waits, so the stepping thread lets it in.
   std::unique_lock<std::mutex> lock_for_caller();
   Status step_locked(uint32_t* n_unfinished);
-  // Moves the requests that finished in the last step from live_ to done_ and wakes waiters.
-  void publish_finishes();
+  // Moves a request that just finished from live_ to done_ and wakes waiters (the engine's finish
+  // observer, on the stepping thread with mu_ held).
+  void record_finish(uint64_t id);
   void loop();
 
   std::unique_ptr<BatchEngine> engine_;

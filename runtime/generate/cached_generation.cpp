@@ -18,6 +18,8 @@ FinishReason parse_finish(const std::string& s) {
   return FinishReason::none;
 }
 
+}  // namespace
+
 CachedResponse to_cached(const GenerateResult& r) {
   CachedResponse c;
   c.text = r.text;
@@ -37,8 +39,7 @@ CachedResponse to_cached(const GenerateResult& r) {
   return c;
 }
 
-// Rebuilds the result from a cache entry and streams its pieces; false when the sink cancelled.
-bool replay(const CachedResponse& c, TokenSink sink, GenerateResult* out) {
+bool replay_cached(const CachedResponse& c, TokenSink sink, GenerateResult* out) {
   GenerateResult& r = *out;
   r.finish_reason = parse_finish(c.finish_reason);
   r.prompt_tokens = static_cast<uint32_t>(c.prompt_tokens);
@@ -71,6 +72,32 @@ bool replay(const CachedResponse& c, TokenSink sink, GenerateResult* out) {
   return true;
 }
 
+bool cacheable(const GenerateRequest& req, const CacheUse& use) {
+  return req.sampler == nullptr || (req.sampler->deterministic() && (!req.sampler->uses_rng() || use.seeded));
+}
+
+Status request_cache_key(const GenerateRequest& req, const CacheUse& use, std::vector<int32_t> prompt, uint32_t n_ctx,
+                         const char* kv_type, CacheKey* key) {
+  CacheKeyFields f;
+  f.model_fingerprint = use.fingerprint;
+  f.lmrt_version = use.version;
+  f.prompt_tokens = std::move(prompt);
+  f.sampler_chain = req.sampler != nullptr ? req.sampler->canonical_text() : "greedy";
+  f.greedy = req.sampler == nullptr || !req.sampler->uses_rng();
+  f.seeded = use.seeded;
+  f.seed = req.sampler != nullptr ? req.sampler->seed() : 0;
+  f.chain_deterministic = true;
+  f.max_tokens = req.max_tokens;
+  f.stop = req.stop;
+  f.logprobs_n = req.top_logprobs;
+  f.kv_type = kv_type;
+  f.options = "n_ctx=" + std::to_string(n_ctx) + ";shift=" + (req.context_shift ? "1" : "0") +
+              ";keep=" + std::to_string(req.n_keep) + use.extra_key;
+  return make_cache_key(f, key);
+}
+
+namespace {
+
 // generate() with the cache's prompt-prefix states around it (when the cache keeps them): the longest
 // stored prefix of the prompt is loaded before, the prompt's own stored after. Their errors are
 // warnings; loading counts as cache time (the result's timings start in generate()).
@@ -96,29 +123,15 @@ Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest
   *outcome = CacheOutcome{};
   // Stop criteria come from plugins, which may keep state the key cannot see: such requests are
   // cached only through their canonical text, which extra_key carries.
-  const bool deterministic =
-      req.sampler == nullptr || (req.sampler->deterministic() && (!req.sampler->uses_rng() || use.seeded));
-  if (use.cache == nullptr || !deterministic)
+  if (use.cache == nullptr || !cacheable(req, use))
     return generate_with_prefix_states(ctx, tok, req, use, sink, result, outcome);
 
   const auto t0 = Clock::now();
-  CacheKeyFields f;
-  f.model_fingerprint = use.fingerprint;
-  f.lmrt_version = use.version;
-  LMRT_RETURN_IF_ERROR(tokenize_prompt(tok, req, &f.prompt_tokens));
-  f.sampler_chain = req.sampler != nullptr ? req.sampler->canonical_text() : "greedy";
-  f.greedy = req.sampler == nullptr || !req.sampler->uses_rng();
-  f.seeded = use.seeded;
-  f.seed = req.sampler != nullptr ? req.sampler->seed() : 0;
-  f.chain_deterministic = true;
-  f.max_tokens = req.max_tokens;
-  f.stop = req.stop;
-  f.logprobs_n = req.top_logprobs;
-  f.kv_type = kv_type_name(ctx.kv().type());
-  f.options = "n_ctx=" + std::to_string(ctx.n_ctx()) + ";shift=" + (req.context_shift ? "1" : "0") +
-              ";keep=" + std::to_string(req.n_keep) + use.extra_key;
+  std::vector<int32_t> prompt;
+  LMRT_RETURN_IF_ERROR(tokenize_prompt(tok, req, &prompt));
   CacheKey key;
-  LMRT_RETURN_IF_ERROR(make_cache_key(f, &key));
+  LMRT_RETURN_IF_ERROR(
+      request_cache_key(req, use, std::move(prompt), ctx.n_ctx(), kv_type_name(ctx.kv().type()), &key));
   outcome->consulted = true;
 
   CachedResponse cached;
@@ -127,7 +140,7 @@ Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest
   if (hit) {
     *result = GenerateResult{};
     outcome->hit = true;
-    (void)replay(cached, sink, result);
+    (void)replay_cached(cached, sink, result);
     outcome->lookup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     return Status::Ok();
   }

@@ -7,7 +7,10 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "runtime/cache/cache_key.h"
+#include "runtime/cache/cached_response.h"
 #include "runtime/cache/response_cache.h"
 #include "runtime/generate/generator.h"
 
@@ -30,5 +33,19 @@ struct CacheOutcome {
 
 Status generate_cached(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, const CacheUse& use,
                        TokenSink sink, GenerateResult* result, CacheOutcome* outcome);
+
+// The pieces of generate_cached for other request paths (the batch engine), so that they answer
+// with the same keys and rules.
+// True when the request's output is fixed by its fields (greedy, or a deterministic chain whose
+// randomness is seeded): only then is it looked up or stored.
+bool cacheable(const GenerateRequest& req, const CacheUse& use);
+// The key of a request with these prompt tokens on an arena of n_ctx cells holding kv_type entries.
+Status request_cache_key(const GenerateRequest& req, const CacheUse& use, std::vector<int32_t> prompt, uint32_t n_ctx,
+                         const char* kv_type, CacheKey* key);
+// What is stored of a finished result.
+CachedResponse to_cached(const GenerateResult& r);
+// Rebuilds the result from a cache entry and streams its pieces as they were generated; false
+// when the sink cancelled (the result then finishes cancelled).
+bool replay_cached(const CachedResponse& c, TokenSink sink, GenerateResult* out);
 
 }  // namespace lmrt

@@ -8,10 +8,15 @@ Usage: batching_test.py LMRT_BINARY MODEL
 2. A client that goes away cancels its request: its sequence is free long before the generation
    could have ended, and it generated far fewer tokens than asked.
 3. Seeded sampling (n = 2 included) and greedy requests sent at once to --parallel 4 give the
-   texts of --parallel 1 and of the contexts path (--cache: lmrt_generate on a context of its own).
+   texts of --parallel 1 and of the contexts path (--cache with --prefix-cache: lmrt_generate on a
+   context of its own).
+4. --cache with --parallel 2 keeps one context of two sequences (the batch engine): the first
+   round of requests stores every choice, the second is answered from the cache (nothing new
+   stored, every entry used again) with the same texts.
 """
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -164,8 +169,8 @@ def test_same_outputs(binary, model):
     try:
         for name, args, concurrently in (("parallel 4", ["--parallel", "4"], True),
                                           ("parallel 1", ["--parallel", "1"], False),
-                                          ("contexts", ["--parallel", "2", "--cache", os.path.join(tmp, "c.sqlite")],
-                                           True)):
+                                          ("contexts", ["--parallel", "2", "--cache", os.path.join(tmp, "c.sqlite"),
+                                                        "--prefix-cache", "64"], True)):
             srv = st.Server(binary, model, *args)
             try:
                 results[name] = answers(srv.port, concurrently)
@@ -179,6 +184,44 @@ def test_same_outputs(binary, model):
     for name in ("parallel 4", "contexts"):
         for i in range(len(BODIES)):
             check(results[name].get(i) == ref.get(i), f"{name}: request {i} as with --parallel 1")
+    return ref
+
+
+def cache_entries(path):
+    """(entries, the latest last_used) of a response cache file."""
+    db = sqlite3.connect(path, timeout=5)
+    try:
+        return db.execute("SELECT count(*), max(last_used) FROM entries").fetchone()
+    finally:
+        db.close()
+
+
+def test_cache_batched(binary, model, ref):
+    print("--cache with --parallel 2: one context of two sequences, the second round from the cache")
+    tmp = tempfile.mkdtemp(prefix="lmrt-batching-cache-")
+    path = os.path.join(tmp, "c.sqlite")
+    try:
+        srv = st.Server(binary, model, "--parallel", "2", "--cache", path)
+        try:
+            h = st.health(srv.port)
+            check(h.get("sequences") == 2 and h.get("slots_idle", 0) + h.get("slots_busy", 0) == 2,
+                  f"one context whose engine has two sequences: {h}")
+            first = answers(srv.port, True)
+            stored = cache_entries(path)
+            time.sleep(0.01)  # last_used is in milliseconds
+            second = answers(srv.port, True)
+            again = cache_entries(path)
+        finally:
+            check(srv.stop() == 0, "server stops cleanly")
+        n_choices = sum(b.get("n", 1) for b in BODIES)
+        check(stored[0] == n_choices, f"the first round stored every choice: {stored[0]} of {n_choices}")
+        check(again[0] == stored[0] and again[1] > stored[1],
+              f"the second round stored nothing new and used the entries again: {stored} then {again}")
+        for i in range(len(BODIES)):
+            check(first.get(i) == ref.get(i), f"first round: request {i} as with --parallel 1")
+            check(second.get(i) == ref.get(i), f"from the cache: request {i} as with --parallel 1")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
@@ -189,7 +232,8 @@ def main():
     t0 = time.time()
     test_concurrent_streams(binary, model)
     test_disconnect_cancels(binary, model)
-    test_same_outputs(binary, model)
+    ref = test_same_outputs(binary, model)
+    test_cache_batched(binary, model, ref)
     print(f"{'FAILED' if st.FAILURES else 'PASSED'} in {time.time() - t0:.1f} s"
           + (f": {len(st.FAILURES)} failures" if st.FAILURES else ""))
     return 1 if st.FAILURES else 0

@@ -12,12 +12,9 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "engine_fixture.h"
 #include "runtime/generate/generator.h"
 #include "runtime/kv/kv_sequences.h"
-#include "runtime/model/llama_model.h"
-#include "runtime/sampling/chain_from_params.h"
-#include "runtime/tokenizer/tokenizer.h"
-#include "test_support.h"
 
 namespace lmrt {
 namespace {
@@ -89,19 +86,10 @@ TEST(KvSequences, AFullArenaRefusesWithoutChange) {
 
 // ---- the engine against generate() ---------------------------------------------------------
 
-struct Loaded {
-  std::unique_ptr<LlamaModel> model;
-  std::unique_ptr<Tokenizer> tok;
-};
+using test::context_params;
+using Loaded = test::LoadedModel;
 
-Loaded load(const std::string& name) {
-  Loaded l;
-  std::unique_ptr<GgufFile> g;
-  EXPECT_TRUE(GgufFile::open(test::model_path(name), true, &g).ok());
-  EXPECT_TRUE(LlamaModel::load(std::move(g), &l.model).ok());
-  EXPECT_TRUE(Tokenizer::from_gguf(l.model->gguf(), &l.tok).ok());
-  return l;
-}
+Loaded load(const std::string& name) { return test::load_model(name); }
 
 struct Ask {
   std::string prompt;
@@ -109,46 +97,19 @@ struct Ask {
   uint64_t seed = 0;  // 0: greedy; else temperature 0.9, top_k 40 with this seed
 };
 
-std::unique_ptr<SamplerChain> chain_for(const Ask& a) {
-  if (a.seed == 0) return nullptr;
-  SamplingParams p;
-  p.temperature = 0.9f;
-  p.top_k = 40;
-  std::unique_ptr<SamplerChain> c;
-  EXPECT_TRUE(make_chain_from_params(p, a.seed, &c).ok());
-  return c;
-}
-
-ContextParams context_params(uint32_t n_ctx, uint32_t threads, simd::Isa isa) {
-  ContextParams cp;
-  cp.n_ctx = n_ctx;
-  cp.n_threads = threads;
-  cp.isa = isa;
-  return cp;
+GenerateRequest request_of(const Ask& a) {
+  GenerateRequest r;
+  r.prompt = a.prompt;
+  r.max_tokens = a.max_tokens;
+  return r;
 }
 
 // The tokens a request gets alone, in a fresh context.
 GenerateResult alone(const Loaded& l, const Ask& a, const ContextParams& cp) {
-  std::unique_ptr<Context> ctx;
-  EXPECT_TRUE(Context::create(*l.model, cp, &ctx).ok());
-  auto chain = chain_for(a);
-  GenerateRequest r;
-  r.prompt = a.prompt;
-  r.max_tokens = a.max_tokens;
-  r.sampler = chain.get();
-  GenerateResult out;
-  const Status s = generate(*ctx, *l.tok, r, {}, &out);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return out;
+  return test::generate_alone(l, request_of(a), a.seed, cp);
 }
 
-EngineRequest engine_request(const Ask& a) {
-  EngineRequest e;
-  e.req.prompt = a.prompt;
-  e.req.max_tokens = a.max_tokens;
-  e.chain = chain_for(a);
-  return e;
-}
+EngineRequest engine_request(const Ask& a) { return test::engine_request(request_of(a), a.seed); }
 
 const std::vector<Ask> kAsks = {
     {"Once upon a time", 40},    {"Lily", 25, 7}, {"The little dog ran to the park and saw a big red ball. He", 33},

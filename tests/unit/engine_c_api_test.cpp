@@ -21,12 +21,8 @@
 namespace {
 
 using lmrt::test::ContextPtr;
+using lmrt::test::EnginePtr;
 using lmrt::test::ModelPtr;
-
-struct EngineFreer {
-  void operator()(lmrt_engine* e) const { lmrt_engine_free(e); }
-};
-using EnginePtr = std::unique_ptr<lmrt_engine, EngineFreer>;
 
 // What a callback saw and what the result says.
 struct Outcome {

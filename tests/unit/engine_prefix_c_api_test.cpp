@@ -13,12 +13,8 @@
 namespace {
 
 using lmrt::test::ContextPtr;
+using lmrt::test::EnginePtr;
 using lmrt::test::ModelPtr;
-
-struct EngineFreer {
-  void operator()(lmrt_engine* e) const { lmrt_engine_free(e); }
-};
-using EnginePtr = std::unique_ptr<lmrt_engine, EngineFreer>;
 
 constexpr const char* kSystem =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun with her "

@@ -14,15 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "engine_fixture.h"
 #include "runtime/engine/batch_engine.h"
 #include "runtime/engine/prefix_index.h"
 #include "runtime/engine/sequence_pool.h"
 #include "runtime/generate/generator.h"
 #include "runtime/kv/kv_sequences.h"
-#include "runtime/model/llama_model.h"
-#include "runtime/sampling/chain_from_params.h"
-#include "runtime/tokenizer/tokenizer.h"
-#include "test_support.h"
 
 namespace lmrt {
 namespace {
@@ -170,19 +167,10 @@ TEST(SequencePool, TurnedOffStartsEveryPromptEmpty) {
 
 // ---- the engine against generate() on real models -------------------------------------------
 
-struct Loaded {
-  std::unique_ptr<LlamaModel> model;
-  std::unique_ptr<Tokenizer> tok;
-};
+using test::context_params;
+using Loaded = test::LoadedModel;
 
-Loaded load(const std::string& name) {
-  Loaded l;
-  std::unique_ptr<GgufFile> g;
-  EXPECT_TRUE(GgufFile::open(test::model_path(name), true, &g).ok()) << name;
-  EXPECT_TRUE(LlamaModel::load(std::move(g), &l.model).ok()) << name;
-  EXPECT_TRUE(Tokenizer::from_gguf(l.model->gguf(), &l.tok).ok()) << name;
-  return l;
-}
+Loaded load(const std::string& name) { return test::load_model(name); }
 
 struct Ask {
   std::vector<int32_t> prompt;
@@ -190,45 +178,18 @@ struct Ask {
   uint64_t seed = 0;  // 0: greedy; else temperature 0.9, top_k 40 with this seed
 };
 
-std::unique_ptr<SamplerChain> chain_for(const Ask& a) {
-  if (a.seed == 0) return nullptr;
-  SamplingParams p;
-  p.temperature = 0.9f;
-  p.top_k = 40;
-  std::unique_ptr<SamplerChain> c;
-  EXPECT_TRUE(make_chain_from_params(p, a.seed, &c).ok());
-  return c;
-}
-
-ContextParams context_params(uint32_t n_ctx, uint32_t threads, simd::Isa isa) {
-  ContextParams cp;
-  cp.n_ctx = n_ctx;
-  cp.n_threads = threads;
-  cp.isa = isa;
-  return cp;
-}
-
-GenerateResult alone(const Loaded& l, const Ask& a, const ContextParams& cp) {
-  std::unique_ptr<Context> ctx;
-  EXPECT_TRUE(Context::create(*l.model, cp, &ctx).ok());
-  auto chain = chain_for(a);
+GenerateRequest request_of(const Ask& a) {
   GenerateRequest r;
   r.prompt_tokens = a.prompt;
   r.max_tokens = a.max_tokens;
-  r.sampler = chain.get();
-  GenerateResult out;
-  const Status s = generate(*ctx, *l.tok, r, {}, &out);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return out;
+  return r;
 }
 
-EngineRequest engine_request(const Ask& a) {
-  EngineRequest e;
-  e.req.prompt_tokens = a.prompt;
-  e.req.max_tokens = a.max_tokens;
-  e.chain = chain_for(a);
-  return e;
+GenerateResult alone(const Loaded& l, const Ask& a, const ContextParams& cp) {
+  return test::generate_alone(l, request_of(a), a.seed, cp);
 }
+
+EngineRequest engine_request(const Ask& a) { return test::engine_request(request_of(a), a.seed); }
 
 // The tokens of a finished request that its sequence evaluated: all but the last one sampled,
 // unless EOS (never evaluated, never listed) ended it.

@@ -852,6 +852,17 @@ LMRT_API lmrt_status lmrt_json_schema_to_grammar(const char* schema_json, char* 
  * the engine lives: do not use it otherwise. */
 typedef struct lmrt_engine lmrt_engine;
 
+/* Tells that a request finished, so that a thread waiting for it needs no polling: called exactly
+ * once for every request lmrt_engine_submit accepted, whatever the reason (eos, stop, length,
+ * context full, cancelled, failed, replayed from the response cache), with the user_data given to
+ * lmrt_engine_submit for it, its id and its finish reason. It comes on the thread that steps (the
+ * engine's own thread once started), after the request's last on_token call, with the engine's
+ * lock held: like on_token it may call lmrt_engine_cancel and nothing else of the engine, and should
+ * return quickly (e.g. wake the thread that then reads the result: lmrt_engine_wait already reports
+ * the request finished, lmrt_engine_result waits for the step to end). It is not called for requests that lmrt_engine_free drops unfinished, nor when the
+ * engine's thread stops on an internal failure (lmrt_engine_wait then returns with *finished 0). */
+typedef void (*lmrt_engine_finish_callback)(void* user_data, uint64_t request_id, lmrt_finish_reason finish_reason);
+
 typedef struct lmrt_engine_params {
   uint32_t struct_size;
   uint32_t max_sequences; /* requests decoding at once, 1..16 (default 4); more wait in a queue */
@@ -865,6 +876,17 @@ typedef struct lmrt_engine_params {
   /* Finished requests' sequences kept as cached prefixes, 0..16 (default 4); the least recently used
    * gives up its cells whenever a request needs them, so they never make a request wait or fail. */
   uint32_t retained_sequences;
+  uint32_t reserved0; /* 0 */
+  lmrt_engine_finish_callback on_finish; /* NULL (default): no finish notification */
+  /* The response cache for the engine's requests (NULL, the default: none; a request's own
+   * `cache` field overrides it), with lmrt_generate's key and rules: a deterministic request
+   * (greedy or seeded) is looked up when it is submitted, and a hit is replayed through its
+   * callback at the next step without taking a sequence (result cache_hit 1); a miss that ends by
+   * eos, stop or length is stored when it finishes (context_full is not: in a shared arena it
+   * depends on the other requests). The key counts the arena's n_ctx. The cache's prompt-prefix
+   * states (prefix_min_tokens) do not apply: the engine's prefix reuse keeps prefixes in the arena.
+   * The cache must outlive the engine. */
+  struct lmrt_cache* cache;
 } lmrt_engine_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
@@ -885,8 +907,8 @@ LMRT_API lmrt_status lmrt_engine_free(lmrt_engine* engine);
 /* The message of the last failed call on engine ("" if none or engine is NULL). */
 LMRT_API const char* lmrt_engine_last_error(const lmrt_engine* engine);
 
-/* Queues a request (the fields of lmrt_generate_request as for lmrt_generate, except n_beams,
- * context_shift and cache, which must be left at their defaults). Everything the request points to
+/* Queues a request (the fields of lmrt_generate_request as for lmrt_generate, except n_beams and
+ * context_shift, which must be left at their defaults; cache: see lmrt_engine_params.cache). Everything the request points to
  * is read or copied before this returns. on_token (may be NULL) receives the request's pieces of text
  * during lmrt_engine_step/_run, with user_data. *request_id names the request (never 0).
  * Errors: INVALID_ARGUMENT, BAD_UTF8 (prompt or stop), CONTEXT_FULL (the prompt alone is larger than
@@ -906,7 +928,8 @@ LMRT_API lmrt_status lmrt_engine_step(lmrt_engine* engine, uint32_t* n_unfinishe
 LMRT_API lmrt_status lmrt_engine_run(lmrt_engine* engine);
 /* A request's result so far (finish_reason LMRT_FINISH_NONE while it runs): text, tokens, logprobs,
  * usage and timings (ttft_ms counts from lmrt_engine_submit; reused_tokens counts the prompt tokens
- * taken from the arena's prefixes; n_past is 0, there are no beams and no cache). The pointers are
+ * taken from the arena's prefixes; n_past is 0, there are no beams; cache_hit, cache_consulted and
+ * cache_ms as for lmrt_generate). The pointers are
  * owned by the engine, valid until the request is released or the engine freed, and change while the
  * request runs: while the engine's own thread runs, read them only once the request has finished
  * (lmrt_engine_wait). result->struct_size must be set. Returns the request's

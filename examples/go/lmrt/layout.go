@@ -43,6 +43,9 @@ func layouts() []structLayout {
 			f("prefill_chunk", unsafe.Offsetof(ep.prefill_chunk), unsafe.Sizeof(ep.prefill_chunk), 8, 4),
 			f("prefix_reuse", unsafe.Offsetof(ep.prefix_reuse), unsafe.Sizeof(ep.prefix_reuse), 12, 4),
 			f("retained_sequences", unsafe.Offsetof(ep.retained_sequences), unsafe.Sizeof(ep.retained_sequences), 16, 4),
+			f("reserved0", unsafe.Offsetof(ep.reserved0), unsafe.Sizeof(ep.reserved0), 20, 4),
+			f("on_finish", unsafe.Offsetof(ep.on_finish), unsafe.Sizeof(ep.on_finish), 24, 8),
+			f("cache", unsafe.Offsetof(ep.cache), unsafe.Sizeof(ep.cache), 32, 8),
 		}},
 		{"lmrt_model_params", unsafe.Sizeof(mp), 8, []fieldLayout{
 			f("struct_size", unsafe.Offsetof(mp.struct_size), unsafe.Sizeof(mp.struct_size), 0, 4),

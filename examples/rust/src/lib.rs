@@ -408,9 +408,52 @@ impl Drop for Context<'_> {
     }
 }
 
+/// How an `Engine` runs (lmrt_engine_params); `Default` is the library's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineParams {
+    /// Requests decoding at once, 1..=16; more wait in a queue.
+    pub max_sequences: u32,
+    /// Prompt tokens of one request per step.
+    pub prefill_chunk: u32,
+    /// A prompt starts from the longest prefix of it that the arena holds (computed once).
+    pub prefix_reuse: bool,
+    /// Finished requests' sequences kept as cached prefixes, 0..=16.
+    pub retained_sequences: u32,
+}
+
+impl Default for EngineParams {
+    fn default() -> Self {
+        // SAFETY: an all-zero params struct is valid; _init fills it.
+        let mut p: sys::lmrt_engine_params = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer and its size.
+        unsafe { sys::lmrt_engine_params_init_sized(&mut p, std::mem::size_of::<sys::lmrt_engine_params>()) };
+        EngineParams {
+            max_sequences: p.max_sequences,
+            prefill_chunk: p.prefill_chunk,
+            prefix_reuse: p.prefix_reuse != 0,
+            retained_sequences: p.retained_sequences,
+        }
+    }
+}
+
+/// What an engine holds at one moment (lmrt_engine_get_stats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineStats {
+    pub queued: u32,
+    pub running: u32,
+    pub max_sequences: u32,
+    pub cells: u32,
+    pub cells_used: u32,
+    pub started: bool,
+    pub cached: u32,
+}
+
 /// Many greedy requests decoded together on one context (lmrt_engine_*): every step is one forward
 /// pass over the next token of each, and each gets the tokens `Context::generate` gives it alone.
 /// The engine holds the context's `&mut` borrow, since the context is the engine's while it lives.
+/// It steps on the caller's thread (`step`, `run`) or, between `start` and `stop`, on a thread of
+/// its own: the closures then run there (so they are `Send`), and `wait` blocks until a request
+/// has finished. A panic in a closure cancels its request and resumes in `step`, `run` or `stop`.
 pub struct Engine<'c> {
     raw: NonNull<sys::lmrt_engine>,
     // Each request's closure, boxed so that its address (the callback's user_data) never moves.
@@ -418,7 +461,7 @@ pub struct Engine<'c> {
     _ctx: PhantomData<&'c mut ()>,
 }
 
-type OnText<'c> = Box<dyn FnMut(&str) -> ControlFlow<()> + 'c>;
+type OnText<'c> = Box<dyn FnMut(&str) -> ControlFlow<()> + Send + 'c>;
 
 struct EngineStream<'c> {
     on_text: OnText<'c>,
@@ -449,12 +492,20 @@ impl<'c> Engine<'c> {
     /// An engine on `ctx` running up to `max_sequences` requests at once (1..=16), prompts fed
     /// `prefill_chunk` tokens per step.
     pub fn new<'m>(ctx: &'c mut Context<'m>, max_sequences: u32, prefill_chunk: u32) -> Result<Engine<'c>> {
+        let params = EngineParams { max_sequences, prefill_chunk, ..EngineParams::default() };
+        Engine::with_params(ctx, &params)
+    }
+
+    /// An engine on `ctx` with all of `params`.
+    pub fn with_params<'m>(ctx: &'c mut Context<'m>, params: &EngineParams) -> Result<Engine<'c>> {
         // SAFETY: an all-zero params struct is valid; _init fills it.
         let mut p: sys::lmrt_engine_params = unsafe { std::mem::zeroed() };
         // SAFETY: a valid pointer.
         unsafe { sys::lmrt_engine_params_init_sized(&mut p, std::mem::size_of::<sys::lmrt_engine_params>()) };
-        p.max_sequences = max_sequences;
-        p.prefill_chunk = prefill_chunk;
+        p.max_sequences = params.max_sequences;
+        p.prefill_chunk = params.prefill_chunk;
+        p.prefix_reuse = u32::from(params.prefix_reuse);
+        p.retained_sequences = params.retained_sequences;
         let mut raw = ptr::null_mut();
         let mut err = [0 as c_char; 512];
         // SAFETY: a live context, borrowed mutably for the engine's life; buffers of their sizes.
@@ -477,7 +528,7 @@ impl<'c> Engine<'c> {
     /// `step`/`run` and returns `ControlFlow::Break(())` to cancel it. Returns the request's id.
     pub fn submit<F>(&mut self, prompt: &str, max_tokens: i32, on_text: F) -> Result<u64>
     where
-        F: FnMut(&str) -> ControlFlow<()> + 'c,
+        F: FnMut(&str) -> ControlFlow<()> + Send + 'c,
     {
         // SAFETY: all-zero is valid for the request (integers and NULL pointers); _init fills it.
         let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
@@ -571,6 +622,65 @@ impl<'c> Engine<'c> {
         }
         self.streams.remove(&id);
         Ok(())
+    }
+
+    /// Runs the steps on the engine's own thread until `stop` (it sleeps while no request is
+    /// left); `step` and `run` are refused meanwhile.
+    pub fn start(&mut self) -> Result<()> {
+        // SAFETY: a live engine; the closures it will call from its thread are Send and stay in
+        // self.streams until released (finished) or the engine is freed (its thread stopped first).
+        let s = unsafe { sys::lmrt_engine_start(self.raw.as_ptr()) };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(())
+    }
+
+    /// Stops the engine's thread after the step under way; requests keep their state (`start` or
+    /// `run` goes on with them). Stopping a stopped engine does nothing.
+    pub fn stop(&mut self) -> Result<()> {
+        // SAFETY: a live engine; after this returns its thread no longer runs any closure.
+        let s = unsafe { sys::lmrt_engine_stop(self.raw.as_ptr()) };
+        self.resume_panics();
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(())
+    }
+
+    /// Waits until request `id` has finished (`true`), `timeout` has passed (`None`: no limit) or
+    /// the engine's thread stopped (`false`); returns at once on an engine that is not started.
+    pub fn wait(&mut self, id: u64, timeout: Option<std::time::Duration>) -> Result<bool> {
+        let ms = timeout.map_or(-1, |t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
+        let mut finished: c_int = 0;
+        // SAFETY: a live engine and a valid out pointer.
+        let s = unsafe { sys::lmrt_engine_wait(self.raw.as_ptr(), id, ms, &mut finished) };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(finished != 0)
+    }
+
+    /// What the engine holds now.
+    pub fn stats(&mut self) -> Result<EngineStats> {
+        let mut st = sys::lmrt_engine_stats {
+            struct_size: std::mem::size_of::<sys::lmrt_engine_stats>() as u32,
+            ..Default::default()
+        };
+        // SAFETY: a live engine and a stats struct of struct_size bytes.
+        let s = unsafe { sys::lmrt_engine_get_stats(self.raw.as_ptr(), &mut st) };
+        if s != sys::LMRT_OK {
+            return Err(self.last_error(s));
+        }
+        Ok(EngineStats {
+            queued: st.n_queued,
+            running: st.n_running,
+            max_sequences: st.max_sequences,
+            cells: st.n_cells,
+            cells_used: st.n_cells_used,
+            started: st.started != 0,
+            cached: st.n_cached,
+        })
     }
 }
 

@@ -133,6 +133,25 @@ pub struct lmrt_engine_params {
     pub prefill_chunk: u32,
     pub prefix_reuse: u32,
     pub retained_sequences: u32,
+    pub reserved0: u32,
+    pub on_finish: lmrt_engine_finish_callback,
+    pub cache: *mut c_void,
+}
+
+pub type lmrt_engine_finish_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, request_id: u64, finish_reason: c_int)>;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct lmrt_engine_stats {
+    pub struct_size: u32,
+    pub n_queued: u32,
+    pub n_running: u32,
+    pub max_sequences: u32,
+    pub n_cells: u32,
+    pub n_cells_used: u32,
+    pub started: u32,
+    pub n_cached: u32,
 }
 
 pub type lmrt_token_callback =
@@ -216,4 +235,13 @@ extern "C" {
         result: *mut lmrt_generate_result,
     ) -> lmrt_status;
     pub fn lmrt_engine_release(engine: *mut lmrt_engine, request_id: u64) -> lmrt_status;
+    pub fn lmrt_engine_start(engine: *mut lmrt_engine) -> lmrt_status;
+    pub fn lmrt_engine_stop(engine: *mut lmrt_engine) -> lmrt_status;
+    pub fn lmrt_engine_wait(
+        engine: *mut lmrt_engine,
+        request_id: u64,
+        timeout_ms: i64,
+        finished: *mut c_int,
+    ) -> lmrt_status;
+    pub fn lmrt_engine_get_stats(engine: *mut lmrt_engine, stats: *mut lmrt_engine_stats) -> lmrt_status;
 }

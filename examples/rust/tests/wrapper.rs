@@ -193,3 +193,103 @@ fn an_engine_runs_requests_together_with_the_tokens_each_gets_alone() {
     }
     assert_eq!(cancelled_pieces, 2);
 }
+
+#[test]
+fn a_started_engine_steps_on_its_own_thread_and_wait_blocks_until_a_request_finished() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let params = lmrt::ContextParams {
+        n_ctx: 256,
+        n_threads: 1,
+    };
+    let prompts = [("Once upon a time", 24), ("The little dog", 16), ("Lily", 30)];
+    let alone: Vec<lmrt::Completion> = prompts
+        .iter()
+        .map(|(p, n)| {
+            lmrt::Context::new(&model, params)
+                .unwrap()
+                .generate(p, *n, |_| ControlFlow::Continue(()))
+                .unwrap()
+        })
+        .collect();
+    let mut ctx = lmrt::Context::new(&model, params).unwrap();
+    let engine_thread = std::sync::Mutex::new(Vec::new());
+    let mut engine = lmrt::Engine::new(&mut ctx, 2, 4).unwrap();
+    let stats = engine.stats().unwrap();
+    assert!(!stats.started);
+    assert_eq!(stats.max_sequences, 2);
+    assert_eq!((stats.queued, stats.running), (0, 0));
+    engine.start().unwrap();
+    assert!(engine.stats().unwrap().started);
+    assert!(engine.step().is_err(), "a started engine refuses to step on the caller's thread");
+    let mut ids = Vec::new();
+    for (p, n) in prompts {
+        let seen = &engine_thread;
+        ids.push(
+            engine
+                .submit(p, n, move |_| {
+                    seen.lock().unwrap().push(std::thread::current().id());
+                    ControlFlow::Continue(())
+                })
+                .unwrap(),
+        );
+    }
+    for (i, id) in ids.iter().enumerate() {
+        assert!(engine.wait(*id, None).unwrap(), "request {i} finished");
+        let got = engine.result(*id).unwrap();
+        assert_eq!(got.tokens, alone[i].tokens, "request {i}");
+        assert_eq!(got.finish_reason, alone[i].finish_reason);
+        engine.release(*id).unwrap();
+    }
+    engine.stop().unwrap();
+    engine.stop().unwrap(); // stopping a stopped engine does nothing
+    let stats = engine.stats().unwrap();
+    assert!(!stats.started);
+    assert_eq!((stats.queued, stats.running), (0, 0));
+    let threads = engine_thread.lock().unwrap().clone();
+    assert!(!threads.is_empty());
+    assert!(threads.iter().all(|t| *t != std::thread::current().id()), "the closures ran on the engine's thread");
+    let err = engine.wait(9999, Some(std::time::Duration::ZERO)).err().expect("an unknown id is refused");
+    assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
+}
+
+#[test]
+fn engine_params_keep_or_drop_finished_prefixes() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let params = lmrt::ContextParams {
+        n_ctx: 256,
+        n_threads: 1,
+    };
+    let defaults = lmrt::EngineParams::default();
+    assert_eq!(
+        (defaults.max_sequences, defaults.prefill_chunk, defaults.prefix_reuse, defaults.retained_sequences),
+        (4, 64, true, 4)
+    );
+    for (reuse, retained) in [(true, 4), (false, 0)] {
+        let mut ctx = lmrt::Context::new(&model, params).unwrap();
+        let p = lmrt::EngineParams {
+            prefix_reuse: reuse,
+            retained_sequences: retained,
+            ..defaults
+        };
+        let mut engine = lmrt::Engine::with_params(&mut ctx, &p).unwrap();
+        let mut texts = Vec::new();
+        for _ in 0..2 {
+            let id = engine.submit("Once upon a time", 12, |_| ControlFlow::Continue(())).unwrap();
+            engine.run().unwrap();
+            texts.push(engine.result(id).unwrap().text);
+            engine.release(id).unwrap();
+        }
+        assert_eq!(texts[0], texts[1]);
+        let stats = engine.stats().unwrap();
+        // Kept: the finished sequence stays in the arena as a prefix; dropped: its cells go back.
+        assert_eq!(stats.cached > 0, reuse, "prefix_reuse {reuse}: {stats:?}");
+        assert_eq!(stats.cells_used > 0, reuse, "prefix_reuse {reuse}: {stats:?}");
+    }
+    let mut ctx = lmrt::Context::new(&model, params).unwrap();
+    let bad = lmrt::EngineParams {
+        retained_sequences: 17,
+        ..defaults
+    };
+    let err = lmrt::Engine::with_params(&mut ctx, &bad).err().expect("17 retained sequences are refused");
+    assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
+}
