@@ -1,20 +1,19 @@
 // AVX2 + FMA + F16C kernel table (no VNNI: plain maddubs/madd, so it runs on every AVX2 CPU).
 //
-// Quantized matmuls work one GGUF block per 256-bit register: the weight register holds the block's
-// first 16 elements in its low lane and its last 16 in its high lane (for Q4_0 its low and high
-// nibbles), which is exactly the order of an activation block, so activations load with one plain
-// load. maddubs multiplies unsigned by signed bytes: Q4_0 nibbles (q + 8) are used unsigned and the
-// offset is removed by adding -8 * sum(x), which quantize_q8_act stores with each activation block; Q8_0 uses |w| times
-// x with w's sign, which is exact because both sides are within [-127, 127] (as Q8_0 producers write them). Integer
-// sums are exact; only the float accumulation order differs from the scalar reference.
+// Q4_0 (q4_0_gemm_avx2.h) keeps 8 rows in the 8 lanes of a register: maddubs multiplies the unsigned nibbles
+// (q + 8) by the activation bytes and the offset is removed by adding -8 * sum(x), which quantize_q8_act stores with
+// each activation block. Integer sums are exact; each row's float sum runs over its blocks in order, the same in
+// decode and in a batch of any size. Q8_0 weights take float activations (kernels_scalar.cpp says why).
 //
 // Everything except the getter has internal linkage so no inline code built for AVX2 can be picked by
 // the linker for another translation unit.
 #include <immintrin.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "formats/k_quants.h"
 #include "formats/q4_0x16.h"
@@ -22,7 +21,6 @@
 #include "simd/kernels.h"
 #include "simd/kv_streams.h"
 #include "simd/matmul_tiling.h"
-#include "simd/q4_0x16_via_q4_0.h"
 #include "simd/quant_kernels.h"
 #include "simd/slab_gemm.h"
 
@@ -34,8 +32,6 @@ using Ops = FloatOps<xsimd::fma3<xsimd::avx2>>;  // RMSNorm, softmax, SiLU-mul, 
 using tiling::MatmulArgs;
 
 constexpr size_t kBlock = 32;
-constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);    // 18
-constexpr size_t kActBytes = sizeof(BlockQ8Act);  // 40
 constexpr size_t kLine = 64;
 constexpr size_t kF32Lanes = 8;
 
@@ -57,108 +53,6 @@ float hmax(__m256 v) {
   s = _mm_max_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
-
-// The fp16 scale at p, in all 8 lanes.
-__m256 broadcast_scale(const uint8_t* p) {
-  uint16_t h;
-  __builtin_memcpy(&h, p, sizeof h);
-  return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
-}
-
-// One activation block for one token: its 32 bytes, its scale and -8 * sum(qs) (in lane 0, zero in the
-// others, so the 8 lanes sum to it).
-struct ActBlock {
-  __m256i q;
-  __m256 d;
-  __m256i minus8_sum;
-};
-
-ActBlock load_act(const uint8_t* p) {
-  const auto* blk = reinterpret_cast<const BlockQ8Act*>(p);
-  ActBlock a;
-  a.q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
-  a.d = _mm256_broadcast_ss(&blk->d);
-  a.minus8_sum = _mm256_zextsi128_si256(_mm_cvtsi32_si128(blk->minus8_sum));
-  return a;
-}
-
-// Q4_0 weights: low nibbles in the low lane, high nibbles in the high lane, as unsigned q + 8.
-struct Q4_0Weights {
-  static constexpr size_t kBlockBytes = kQ4Bytes;
-  struct Block {
-    __m256i q;
-    __m256 d;
-  };
-  static Block load(const uint8_t* p) {
-    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));
-    const __m256i q = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
-    return {q, broadcast_scale(p)};
-  }
-  // 8 int32 lanes summing to the block's integer dot product.
-  static __m256i dot(const Block& w, const ActBlock& x) {
-    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, x.q), _mm256_set1_epi16(1));
-    return _mm256_add_epi32(s, x.minus8_sum);
-  }
-};
-
-template <class W>
-struct QuantTiles {
-  static constexpr size_t kDecodeRows = 4;
-  static constexpr size_t kRows = 2;
-  static constexpr size_t kToks = 4;
-
-  template <int R, int T, bool kPrefetch>
-  static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    const size_t nb = a.n / kBlock;
-    const uint8_t* w[R];
-    const uint8_t* x[T];
-    __m256 acc[R][T];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
-    // Adjacent rows: the next tile's rows, in address order, at the pace this tile reads its own (2
-    // blocks a step). Rows from separate streams (decode): each stream a couple of rows ahead.
-    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
-    constexpr size_t kPfStep = R * 2 * W::kBlockBytes;
-    const bool streams = a.row_stride != 1;
-    for (size_t b = 0; b < nb; ++b) {
-      if constexpr (kPrefetch) {
-        if (streams) {
-          if ((b & 3) == 0) {
-#pragma GCC unroll 8
-            for (int i = 0; i < R; ++i) {
-              const uint8_t* ahead = w[i] + tiling::kStreamAheadRows * a.w_row_bytes + b * W::kBlockBytes;
-              _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-              _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
-            }
-          }
-        } else if ((b & 1) == 0) {
-          prefetch_span<kPfStep>(pf);
-          pf += kPfStep;
-        }
-      }
-      typename W::Block wb[R];
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) wb[i] = W::load(w[i] + b * W::kBlockBytes);
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const ActBlock xb = load_act(x[j] + b * kActBytes);
-#pragma GCC unroll 8
-        for (int i = 0; i < R; ++i)
-          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(W::dot(wb[i], xb)), _mm256_mul_ps(wb[i].d, xb.d), acc[i][j]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j)
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = hsum(acc[i][j]);
-  }
-};
 
 // Mask for maskload/maskstore of the first n (< 8) floats.
 __m256i first_floats(size_t n) {
@@ -285,11 +179,11 @@ template <class K>
 #include "simd/q4_0_gemm_avx2.h"
 // clang-format on
 
-// Q4_0: batches of q4_0_gemm::kMinToks tokens or more through the slab GEMM, fewer through the tiles.
+// Q4_0: every batch size through q4_0_gemm_avx2.h, whose decode kernel and GEMM sum each (row, token) alike, so a
+// token's outputs are the same bits in a batch of any size as alone (issue 17 point 7).
 [[gnu::noinline]] void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
                                    size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
-  if (n_tok >= q4_0_gemm::kMinToks) return q4_0_gemm::matmul(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
-  matmul<QuantTiles<Q4_0Weights>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  q4_0_gemm::matmul(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 // ---- Q4_0x16 decode (formats/q4_0x16.h) ----
@@ -354,8 +248,8 @@ struct Q4_0x16Decode {
 
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
-  if (n_tok != 1) {  // a batch: the Q4_0 tiles on groups turned back into rows
-    matmul_q4_0x16_via_q4_0<matmul_q4_0>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  if (n_tok != 1) {  // a batch: the Q4_0 GEMM, its slabs split straight from the units
+    q4_0_gemm::matmul_x16(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
     return;
   }
   tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
