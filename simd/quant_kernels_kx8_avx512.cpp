@@ -23,8 +23,10 @@
 namespace lmrt::simd::avx512 {
 namespace {
 
-constexpr size_t kMaxBatch = 8;       // tokens the interleaved kernels take; more go through the GEMM
-constexpr size_t kPrefetchUnits = 2;  // how many units ahead of the one being read the stream prefetches
+constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go through the GEMM
+// How many units ahead of the one being read the stream prefetches: 0, the hardware prefetcher follows the
+// one sequential stream; 2 units ahead measured slower (BENCHMARKS.md).
+constexpr size_t kPrefetchUnits = 0;
 constexpr size_t kLine = 64;
 
 // 8 per-row values (dword j = row j) spread to the row's two lanes.
@@ -134,7 +136,7 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-      prefetch_unit(unit + kPrefetchUnits * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+      if constexpr (kPrefetchUnits > 0) prefetch_unit(unit + kPrefetchUnits * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
       const Q4KScales sc = q4_kx8_scales(unit);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       const __m512 ndmin2 = _mm512_sub_ps(
@@ -196,7 +198,7 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      prefetch_unit(unit + kPrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+      if constexpr (kPrefetchUnits > 0) prefetch_unit(unit + kPrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
 #pragma GCC unroll 8
       for (size_t t = 0; t < T; ++t)

@@ -19,6 +19,14 @@ bool has_own_kernel(const simd::Kernels& k, TensorType x8) {
 
 bool inside(const uint8_t* p, const GgufTensorInfo& t) { return p >= t.data && p < t.data + t.n_bytes; }
 
+// Q6_K is repacked only with LMRT_REPACK=all: its x8 kernel is slower than the standard AVX-512 Q6_K tile
+// so far (BENCHMARKS.md, "Q4_K and Q6_K repacked at load"), Q4_Kx8 is not.
+bool wanted(TensorType standard) {
+  if (standard == TensorType::q4_k) return true;
+  const char* v = std::getenv("LMRT_REPACK");
+  return v != nullptr && std::strcmp(v, "all") == 0;
+}
+
 }  // namespace
 
 bool repack_k_quants_by_default() {
@@ -35,7 +43,7 @@ void repack_k_quant_weights(GgufFile& g, std::span<WeightView* const> matmul_wei
   std::vector<WeightView*> views;
   for (const GgufTensorInfo& t : g.tensors()) {
     TensorType x8;
-    if (!kx8_type_of(t.type, &x8) || !has_own_kernel(k, x8)) continue;
+    if (!kx8_type_of(t.type, &x8) || !wanted(t.type) || !has_own_kernel(k, x8)) continue;
     if (t.n_dims != 2 || t.n_rows() % kKx8Rows != 0 || t.row_length() % kQK != 0) continue;
     const uint64_t row_bytes = t.n_bytes / t.n_rows(), group_bytes = kKx8Rows * row_bytes;
     views.clear();

@@ -23,10 +23,10 @@ struct RepackReport {
 // (simd::best_isa) has its own Q4_Kx8 / Q6_Kx8 kernels.
 bool repack_k_quants_by_default();
 
-// Rewrites every Q4_K / Q6_K tensor of g that is 2-D with a multiple of 8 rows, that some view in
-// `matmul_weights` points into, every such view on whole 8-row groups, and that no view in `row_lookups`
-// (token embeddings, read a row at a time) touches; the views of a rewritten tensor get the x8 type. The
-// file header keeps its types. Nothing is rewritten when g's bytes are not writable (MappedFile::view).
+// Rewrites every Q4_K tensor (and Q6_K with LMRT_REPACK=all) of g that is 2-D with a multiple of 8 rows, that some view
+// in `matmul_weights` points into, every such view on whole 8-row groups, and that no view in `row_lookups` (token
+// embeddings, read a row at a time) touches; the views of a rewritten tensor get the x8 type. The file header keeps its
+// types. Nothing is rewritten when g's bytes are not writable (MappedFile::view).
 void repack_k_quant_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
                             std::span<const WeightView* const> row_lookups, RepackReport* report);
 
