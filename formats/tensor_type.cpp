@@ -30,6 +30,9 @@ constexpr TensorTypeTraits kTypes[] = {
     {T::iq4_xs, "IQ4_XS", 23, kQK, 136, A::q8_k, dequantize_row_iq4_xs, quantize_row_iq4_xs},
     {T::bf16, "BF16", 30, 1, 2, A::f32, dequantize_row_bf16, nullptr},
     {T::q4_0x16, "Q4_0x16", 4098, 32, 18, A::q8_32, nullptr, nullptr},
+    // Sizes per row-equivalent block: a group of 8 rows spans 8 standard rows' bytes.
+    {T::q4_kx8, "Q4_Kx8", 4099, kQK, 144, A::q8_k, nullptr, nullptr},
+    {T::q6_kx8, "Q6_Kx8", 4100, kQK, 210, A::q8_k, nullptr, nullptr},
 };
 
 // Every row matches its enum value, and the block sizes match the block structs.
@@ -48,6 +51,8 @@ static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 && sizeof(Block
 std::span<const TensorTypeTraits> all_tensor_types() { return kTypes; }
 
 bool tensor_type_from_id(uint32_t id, TensorType* out) {
+  // The repacked K-quants exist only in memory: a file naming them is refused like an unknown type.
+  if (id == static_cast<uint32_t>(T::q4_kx8) || id == static_cast<uint32_t>(T::q6_kx8)) return false;
   for (const TensorTypeTraits& t : kTypes)
     if (t.ggml_id == id) {
       *out = t.type;

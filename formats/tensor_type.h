@@ -32,6 +32,10 @@ enum class TensorType : uint32_t {
   // lmrt's own: Q4_0 blocks of 16 rows interleaved (formats/q4_0x16.h), written by
   // `lmrt quantize --interleave`. Outside ggml's id range, so other readers refuse the file.
   q4_0x16 = 4098,
+  // lmrt's in-memory only: Q4_K / Q6_K matrices repacked at load into groups of 8 interleaved rows
+  // (formats/k_quants_x8.h). Never read from nor written to a file.
+  q4_kx8 = 4099,
+  q6_kx8 = 4100,
 };
 
 // What a weight type's integer kernels multiply it with (as in llama.cpp's vec_dot_type). The kernel
@@ -54,13 +58,13 @@ struct TensorTypeTraits {
   uint32_t block_size;   // elements per block
   uint32_t block_bytes;  // bytes per block
   ActivationFormat activation;
-  DequantizeRowFn dequantize_row;  // nullptr when rows are not addressable alone (Q4_0x16)
+  DequantizeRowFn dequantize_row;  // nullptr when rows are not addressable alone (Q4_0x16, Q4_Kx8, Q6_Kx8)
   QuantizeRowFn quantize_row;      // nullptr where lmrt has no quantizer for the type yet
 };
 
 // Every type lmrt reads, in ggml id order.
 std::span<const TensorTypeTraits> all_tensor_types();
-// Returns false for a GGUF type id lmrt does not support.
+// Returns false for a GGUF type id lmrt does not support (and for the in-memory types Q4_Kx8 and Q6_Kx8).
 bool tensor_type_from_id(uint32_t id, TensorType* out);
 const TensorTypeTraits& tensor_type_traits(TensorType type);
 // Bytes of a row of n elements (n a multiple of the block size).

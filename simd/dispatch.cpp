@@ -147,6 +147,10 @@ const Matmul& table_entry(const MatmulTable& m, TensorType type) {
       return m.bf16;
     case TensorType::q4_0x16:
       return m.q4_0x16;
+    case TensorType::q4_kx8:
+      return m.q4_kx8;
+    case TensorType::q6_kx8:
+      return m.q6_kx8;
   }
   return m.f32;
 }

@@ -52,6 +52,10 @@ struct MatmulTable {
   // Q4_0x16 (formats/q4_0x16.h): r0, r1 and the matrix's row count are multiples of 16;
   // w_row_bytes is a standard Q4_0 row's (a group of 16 rows spans 16 of them).
   Matmul q4_0x16;
+  // Q4_Kx8 and Q6_Kx8 (formats/k_quants_x8.h), made at load from Q4_K / Q6_K matrices: r0, r1 and the
+  // matrix's row count are multiples of 8; w_row_bytes is a standard row's. The model repacks a matrix
+  // only when the active table has its own entry here (not kServedByScalar).
+  Matmul q4_kx8, q6_kx8;
 };
 
 struct Kernels {

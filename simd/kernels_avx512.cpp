@@ -1147,6 +1147,8 @@ const Kernels kAvx512 = {
             .iq4_xs = {avx512::matmul_iq4_xs, ActivationFormat::q8_k},
             .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
             .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
+            .q4_kx8 = {avx512::matmul_q4_kx8, ActivationFormat::q8_k},
+            .q6_kx8 = {avx512::matmul_q6_kx8, ActivationFormat::q8_k},
         },
     .quantize_q8_act = quantize_q8_act,
     .quantize_q8_k = avx512::quantize_q8_k,

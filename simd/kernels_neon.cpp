@@ -548,6 +548,8 @@ constexpr Kernels make_table() {
               .iq4_xs = {neon::matmul_iq4_xs, ActivationFormat::q8_k},
               .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
               .q4_0x16 = {kQ4_0x16, ActivationFormat::q8_32},
+              .q4_kx8 = kServedByScalar,
+              .q6_kx8 = kServedByScalar,
           },
       .quantize_q8_act = quantize_q8_act,
       .quantize_q8_k = neon::quantize_q8_k,

@@ -225,6 +225,8 @@ const Kernels kScalar = {
             .iq4_xs = {scalar::matmul_iq4_xs, ActivationFormat::q8_k},
             .bf16 = {matmul_rows<uint16_t, float, dot_bf16_row, 1>, kF32},
             .q4_0x16 = {matmul_q4_0x16, kQ8_32},
+            .q4_kx8 = {scalar::matmul_q4_kx8, ActivationFormat::q8_k},
+            .q6_kx8 = {scalar::matmul_q6_kx8, ActivationFormat::q8_k},
         },
     .quantize_q8_act = quantize_q8_act,
     .quantize_q8_k = scalar::quantize_q8_k,

@@ -47,8 +47,18 @@
 
 namespace lmrt::simd {
 
+// Q4_Kx8 / Q6_Kx8 (formats/k_quants_x8.h; simd/kernels.h's MatmulTable says what r0, r1 and w_row_bytes
+// are): the scalar reference, bit-identical to the Q4_K / Q6_K reference on the un-interleaved rows, and
+// the AVX-512 kernels.
+#define LMRT_KX8_KERNELS_DECLARE                                                                                   \
+  void matmul_q4_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, \
+                     size_t r0, size_t r1, float* y, size_t ldy);                                                  \
+  void matmul_q6_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, \
+                     size_t r0, size_t r1, float* y, size_t ldy);
+
 namespace scalar {
 LMRT_QUANT_KERNELS_DECLARE
+LMRT_KX8_KERNELS_DECLARE
 }  // namespace scalar
 
 namespace avx2 {
@@ -57,6 +67,7 @@ LMRT_QUANT_KERNELS_DECLARE
 
 namespace avx512 {
 LMRT_QUANT_KERNELS_DECLARE
+LMRT_KX8_KERNELS_DECLARE
 }  // namespace avx512
 
 namespace neon {
@@ -66,3 +77,4 @@ LMRT_QUANT_KERNELS_DECLARE
 }  // namespace lmrt::simd
 
 #undef LMRT_QUANT_KERNELS_DECLARE
+#undef LMRT_KX8_KERNELS_DECLARE

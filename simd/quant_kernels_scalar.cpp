@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "formats/k_quants_x8.h"
 #include "runtime/util/fp16.h"
 #include "simd/quant_kernels.h"
 
@@ -187,7 +188,38 @@ void matmul_blocks(const void* w, size_t w_row_bytes, const void* x, size_t x_ro
   }
 }
 
+// The x8 layouts (formats/k_quants_x8.h): each block index of a group is turned back into the 8 rows'
+// standard blocks and dotted as matmul_blocks does, in the same order, so the result is bit-identical to
+// the standard kernel on the un-interleaved matrix.
+template <class W, TensorType kStandard, float (*Dot)(const W&, const BlockQ8_K&)>
+void matmul_kx8_blocks(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                       size_t r0, size_t r1, float* y, size_t ldy) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  W blocks[kKx8Rows];
+  for (size_t t = 0; t < n_tok; ++t) {
+    const auto* xt = reinterpret_cast<const BlockQ8_K*>(xb + t * x_row_bytes);
+    for (size_t g = r0 / kKx8Rows; g < r1 / kKx8Rows; ++g) {
+      float s[kKx8Rows] = {};
+      for (size_t b = 0; b < n / kQK; ++b) {
+        deinterleave_kx8_group(kStandard, wb + g * kKx8Rows * w_row_bytes, b, 1, reinterpret_cast<uint8_t*>(blocks));
+        for (size_t j = 0; j < kKx8Rows; ++j) s[j] += Dot(blocks[j], xt[b]);
+      }
+      for (size_t j = 0; j < kKx8Rows; ++j) y[t * ldy + g * kKx8Rows + j] = s[j];
+    }
+  }
+}
+
 }  // namespace
+
+void matmul_q4_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                   size_t r0, size_t r1, float* y, size_t ldy) {
+  matmul_kx8_blocks<BlockQ4_K, TensorType::q4_k, dot_q4_k>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
+void matmul_q6_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                   size_t r0, size_t r1, float* y, size_t ldy) {
+  matmul_kx8_blocks<BlockQ6_K, TensorType::q6_k, dot_q6_k>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+}
 
 void quantize_q8_k(const float* x, BlockQ8_K* y, size_t n) {
   for (size_t b = 0; b < n / kQK; ++b, x += kQK) {

@@ -110,6 +110,12 @@ class GgufFile {
   const std::vector<GgufKv>& metadata() const { return kvs_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const MappedFile& file() const { return *file_; }
+  // Writable bytes of tensor t (one of tensors()), for rewriting weights in place at load; nullptr when
+  // the file's bytes belong to the caller (MappedFile::view). The header keeps the file's type.
+  uint8_t* mutable_tensor_data(const GgufTensorInfo& t) {
+    uint8_t* base = file_->mutable_data();
+    return base == nullptr ? nullptr : base + (t.data - file_->data());
+  }
   // Byte offset of the data section and the number of header bytes before it.
   uint64_t data_offset() const { return data_offset_; }
 

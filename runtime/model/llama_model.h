@@ -40,7 +40,11 @@ class LlamaModel {
   // Builds the model over a parsed GGUF file (taking ownership). Checks the architecture, every
   // hyper-parameter and every tensor's presence, shape and type. Errors: unsupported (another
   // architecture), bad_format (missing or mis-shaped tensors, inconsistent hyper-parameters).
+  // repack_k_quants: rewrite the Q4_K / Q6_K matrices in place into the 8-row interleaved layouts
+  // (runtime/model/weight_repack.h); by default when the best kernel table has kernels for them and
+  // LMRT_REPACK is not 0. The views of a rewritten matrix then carry the x8 type; gguf() keeps the file's.
   static Status load(std::unique_ptr<GgufFile> gguf, std::unique_ptr<LlamaModel>* out);
+  static Status load(std::unique_ptr<GgufFile> gguf, bool repack_k_quants, std::unique_ptr<LlamaModel>* out);
 
   const ModelConfig& hparams() const { return hp_; }
   const ModelConfig& config() const { return hp_; }
@@ -54,6 +58,10 @@ class LlamaModel {
   // rope_freqs.weight, else LongRoPE's long factors for contexts beyond rope_orig_ctx and short ones below.
   const float* rope_factors(uint32_t n_ctx) const;
   uint64_t n_params() const { return n_params_; }
+  // How many matrices (and bytes) load rewrote into the x8 layouts, and how long it took.
+  uint32_t repacked_tensors() const { return repacked_tensors_; }
+  uint64_t repacked_bytes() const { return repacked_bytes_; }
+  double repack_seconds() const { return repack_seconds_; }
 
   // Writes the embedding row of `token` as floats (n_embd of them).
   void embed(int32_t token, float* out) const;
@@ -75,6 +83,9 @@ class LlamaModel {
   bool tied_output_ = false;
   const float* output_norm_ = nullptr;
   std::vector<LayerWeights> layers_;
+  uint32_t repacked_tensors_ = 0;
+  uint64_t repacked_bytes_ = 0;
+  double repack_seconds_ = 0.0;
   uint64_t n_params_ = 0;
   const float *rope_freqs_ = nullptr, *rope_short_ = nullptr, *rope_long_ = nullptr;
   // Norm vectors stored as F16/BF16 in the file, converted once (they are tiny).

@@ -45,10 +45,13 @@ Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<
     return Status::Ok();
   }
   if (use_mmap) {
-    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+    // Copy-on-write: a page the loader rewrites (the repacked K-quant weights) becomes private, the rest stay
+    // shared with the page cache.
+    void* p = ::mmap(nullptr, file->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.fd, 0);
     if (p == MAP_FAILED) return io_error("cannot mmap", path);
     file->data_ = static_cast<const uint8_t*>(p);
     file->mapped_ = true;
+    file->writable_ = true;
   } else {
     // The size comes from the file system, but a huge file must fail cleanly, not throw.
     try {
@@ -66,6 +69,7 @@ Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<
       done += static_cast<size_t>(n);
     }
     file->data_ = file->owned_.data();
+    file->writable_ = true;
   }
   *out = std::move(file);
   return Status::Ok();
@@ -77,6 +81,7 @@ std::unique_ptr<MappedFile> MappedFile::from_bytes(const uint8_t* data, size_t s
   file->data_ = file->owned_.data();
   file->size_ = size;
   file->path_ = "<memory>";
+  file->writable_ = true;
   return file;
 }
 

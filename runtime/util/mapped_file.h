@@ -1,4 +1,6 @@
-// A read-only view of a whole file: mmap'ed, or read into memory when mapping is off.
+// A view of a whole file: mmap'ed copy-on-write, or read into memory when mapping is off. Readers see the
+// file's bytes; the model may rewrite weight bytes in place at load (mutable_data), which never reaches
+// the file: a mapped page written becomes the process's own copy.
 #pragma once
 
 #include <cstddef>
@@ -13,8 +15,9 @@ namespace lmrt {
 
 class MappedFile {
  public:
-  // Opens `path`. With use_mmap the bytes are mapped read-only (MAP_PRIVATE), otherwise read into
-  // an owned buffer. Errors: io (cannot open/stat/map/read), invalid_argument (empty path).
+  // Opens `path`. With use_mmap the bytes are mapped private (MAP_PRIVATE, PROT_READ | PROT_WRITE: writes
+  // stay in this process), otherwise read into an owned buffer. Errors: io (cannot open/stat/map/read),
+  // invalid_argument (empty path).
   static Status open(const std::string& path, bool use_mmap, std::unique_ptr<MappedFile>* out);
   // Wraps bytes already in memory (tests and in-memory models); the buffer is copied.
   static std::unique_ptr<MappedFile> from_bytes(const uint8_t* data, size_t size);
@@ -26,6 +29,8 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   const uint8_t* data() const { return data_; }
+  // The same bytes, writable; nullptr for a view() of the caller's bytes, which must stay unchanged.
+  uint8_t* mutable_data() { return writable_ ? const_cast<uint8_t*>(data_) : nullptr; }
   size_t size() const { return size_; }
   bool is_mapped() const { return mapped_; }
   const std::string& path() const { return path_; }
@@ -35,6 +40,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;
+  bool writable_ = false;
   std::vector<uint8_t> owned_;
   std::string path_;
 };

@@ -1,0 +1,33 @@
+// Repacking at load: the Q4_K and Q6_K matrices a model multiplies with are rewritten in place into the
+// 8-row interleaved layouts (formats/k_quants_x8.h) that the active kernel table decodes from one
+// sequential stream, when that table has kernels of its own for them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "runtime/model/gguf_file.h"
+#include "runtime/util/status.h"
+
+namespace lmrt {
+
+struct WeightView;
+
+struct RepackReport {
+  uint32_t tensors = 0;  // matrices rewritten
+  uint64_t bytes = 0;
+  double seconds = 0.0;
+};
+
+// Whether repacking is wanted: false when LMRT_REPACK=0 (A/B runs), else whether the best kernel table
+// (simd::best_isa) has its own Q4_Kx8 / Q6_Kx8 kernels.
+bool repack_k_quants_by_default();
+
+// Rewrites every Q4_K tensor (and Q6_K with LMRT_REPACK=all) of g that is 2-D with a multiple of 8 rows, that some view
+// in `matmul_weights` points into, every such view on whole 8-row groups, and that no view in `row_lookups` (token
+// embeddings, read a row at a time) touches; the views of a rewritten tensor get the x8 type. The file header keeps its
+// types. Nothing is rewritten when g's bytes are not writable (MappedFile::view).
+void repack_k_quant_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
+                            std::span<const WeightView* const> row_lookups, RepackReport* report);
+
+}  // namespace lmrt

@@ -1,0 +1,55 @@
+// Q4_Kx8 / Q6_Kx8 (formats/k_quants_x8.h) through a standard-layout kernel: each group of 8 rows is turned
+// back into standard rows on the stack, a slab of super-blocks at a time, and handed to the ISA's Q4_K or
+// Q6_K matmul. The scalar table's reference for the x8 types, and the prefill path of tables whose own x8
+// kernels serve small batches only (the copy is small next to a prefill tile's arithmetic).
+//
+// Included by each ISA's kernel file; the anonymous namespace gives every file its own copy, so code
+// compiled for different ISAs is never merged at link time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/k_quants_x8.h"
+#include "simd/kernels.h"
+
+namespace lmrt::simd {
+namespace {
+
+template <TensorType kStandard, MatmulFn kMatmul>
+void matmul_kx8_via_standard(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
+                             size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
+  constexpr size_t kBlockBytes = kStandard == TensorType::q4_k ? 144 : 210;
+  constexpr size_t kPassRows = 16;    // two groups per pass: the GEMMs put 16 rows in a register's lanes
+  constexpr size_t kSlabBlocks = 16;  // 16 rows x 16 blocks: at most 53 KiB on the stack
+  constexpr size_t kMaxTokens = 64;   // tokens per pass when a row needs more than one slab
+  const size_t nb = n / kQK;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  alignas(64) uint8_t rows[kPassRows * kSlabBlocks * kBlockBytes];
+  alignas(64) float part[kMaxTokens * kPassRows];
+  for (size_t p0 = r0; p0 < r1; p0 += kPassRows) {
+    const size_t pr = r1 - p0 < kPassRows ? r1 - p0 : kPassRows;  // 8 or 16 rows
+    float* yp = y + p0;
+    for (size_t t0 = 0; t0 < n_tok; t0 += kMaxTokens) {
+      const size_t nt = n_tok - t0 < kMaxTokens ? n_tok - t0 : kMaxTokens;
+      for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
+        const size_t sb = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
+        for (size_t g = 0; g < pr / kKx8Rows; ++g)
+          deinterleave_kx8_group(kStandard, wb + (p0 + g * kKx8Rows) * w_row_bytes, b0, sb,
+                                 rows + g * kKx8Rows * sb * kBlockBytes);
+        const uint8_t* xs = xb + t0 * x_row_bytes + b0 * sizeof(BlockQ8_K);
+        if (b0 == 0) {
+          kMatmul(rows, sb * kBlockBytes, xs, x_row_bytes, sb * kQK, nt, 0, pr, yp + t0 * ldy, ldy);
+          continue;
+        }
+        kMatmul(rows, sb * kBlockBytes, xs, x_row_bytes, sb * kQK, nt, 0, pr, part, kPassRows);
+        for (size_t t = 0; t < nt; ++t)
+          for (size_t j = 0; j < pr; ++j) yp[(t0 + t) * ldy + j] += part[t * kPassRows + j];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lmrt::simd

@@ -1,0 +1,241 @@
+// AVX-512 VNNI kernels for Q4_Kx8 and Q6_Kx8 (formats/k_quants_x8.h): decode and small batches (up to
+// kMaxBatch tokens) read each group of 8 rows as one sequential stream, every 512-bit load giving 8 bytes
+// of each of the 8 rows. Row j owns dword lanes 2j and 2j + 1 of every accumulator: vpdpbusd multiplies
+// the row's unsigned codes with the token's 8 activation bytes broadcast to every row, a sub-block's
+// integer sum is scaled by its per-row scale (vpmulld), and the two lanes of a row are added only once,
+// at the end of the group. Each token runs the same instructions whatever the batch size, so its result
+// is bit-identical alone and in a batch. Larger batches (prefill) un-interleave slabs on the stack for the
+// standard Q4_K / Q6_K GEMM (kx8_via_standard.h).
+//
+// Everything but the namespace's entry points has internal linkage (see simd/README.md).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "formats/k_quants_x8.h"
+#include "simd/kx8_via_standard.h"
+#include "simd/quant_kernels.h"
+
+namespace lmrt::simd::avx512 {
+namespace {
+
+constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go through the GEMM
+// How many units ahead of the one being read the stream prefetches: 0, the hardware prefetcher follows the
+// one sequential stream; 2 units ahead measured slower (BENCHMARKS.md).
+constexpr size_t kPrefetchUnits = 0;
+constexpr size_t kLine = 64;
+
+// 8 per-row values (dword j = row j) spread to the row's two lanes.
+[[gnu::always_inline]] inline __m512i pairs_epi32(__m256i v) {
+  const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  return _mm512_permutexvar_epi32(idx, _mm512_castsi256_si512(v));
+}
+[[gnu::always_inline]] inline __m512 pairs_ps(__m256 v) {
+  const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  return _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(v));
+}
+
+// The 8 bytes of activations at p in every 64-bit lane.
+[[gnu::always_inline]] inline __m512i bcast8(const int8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return _mm512_set1_epi64(v);
+}
+
+// Row sums of an accumulator: lanes 2j + 2j+1 -> y[j].
+[[gnu::always_inline]] inline void store_rows(__m512 acc, float* y) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256 a = _mm512_castps512_ps256(_mm512_permutexvar_ps(even, acc));
+  const __m256 b = _mm512_castps512_ps256(_mm512_permutexvar_ps(odd, acc));
+  _mm256_storeu_ps(y, _mm256_add_ps(a, b));
+}
+
+[[gnu::always_inline]] inline void prefetch_unit(const uint8_t* p, size_t bytes) {
+  for (size_t o = 0; o < bytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+// ---- Q4_Kx8 ----
+
+// The 8 rows' 6-bit scales and mins of one unit: sl/sh hold scales 0-3 / 4-7 of row j as the bytes of
+// lanes 2j and 2j + 1; ml/mh the mins 0-3 / 4-7 of row j as 16-bit words 4j..4j+3 (madd pairs them with the
+// activation sums into lanes 2j, 2j + 1).
+struct Q4KScales {
+  __m512i sl, sh, ml, mh;
+};
+
+[[gnu::always_inline]] inline Q4KScales q4_kx8_scales(const uint8_t* unit) {
+  // Dwords 3j, 3j + 1, 3j + 2 of the 96 scale bytes are row j's packed words u0, u1, u2.
+  const __m512i lo = _mm512_loadu_si512(unit + kQ4_Kx8ScalesOffset);
+  const __m512i hi =
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + kQ4_Kx8ScalesOffset + 64)));
+  const __m512i idx01 = _mm512_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21, 1, 4, 7, 10, 13, 16, 19, 22);
+  const __m512i idx2 = _mm512_setr_epi32(2, 5, 8, 11, 14, 17, 20, 23, 2, 5, 8, 11, 14, 17, 20, 23);
+  const __m512i u01 = _mm512_permutex2var_epi32(lo, idx01, hi);
+  const __m256i u0 = _mm512_castsi512_si256(u01), u1 = _mm512_extracti64x4_epi64(u01, 1);
+  const __m256i u2 = _mm512_castsi512_si256(_mm512_permutex2var_epi32(lo, idx2, hi));
+  const __m256i low6 = _mm256_set1_epi8(0x3f), low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(0x03);
+  // ggml's get_scale_min_k4 on 4 bytes at a time (as k4_scales_mins in quant_kernels_x86.h).
+  const __m256i scales_low = _mm256_and_si256(u0, low6);
+  const __m256i mins_low = _mm256_and_si256(u1, low6);
+  const __m256i scales_high = _mm256_or_si256(_mm256_and_si256(u2, low4),
+                                              _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), low2), 4));
+  const __m256i mins_high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low4),
+                                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), low2), 4));
+  return {pairs_epi32(scales_low), pairs_epi32(scales_high), _mm512_cvtepu8_epi16(mins_low),
+          _mm512_cvtepu8_epi16(mins_high)};
+}
+
+// Scale s (0-3) of every row from sl or sh, as a dword in both of the row's lanes.
+[[gnu::always_inline]] inline __m512i scale_byte(__m512i s4, int s) {
+  return _mm512_and_si512(_mm512_srli_epi32(s4, 8 * s), _mm512_set1_epi32(0xff));
+}
+
+// acc += one unit's dot products with one token's Q8_K block.
+[[gnu::always_inline]] inline __m512 q4_kx8_unit_dot(const uint8_t* unit, const Q4KScales& sc, __m512 d2, __m512 ndmin2,
+                                                     const BlockQ8_K& x, __m512 acc) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const uint8_t* qs = unit + kQ4_Kx8QsOffset;
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const __m512i w = _mm512_loadu_si512(qs + 64 * (4 * c + g));
+      lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(w, low4), bcast8(x.qs + 64 * c + 8 * g));
+      hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4), bcast8(x.qs + 64 * c + 32 + 8 * g));
+    }
+    // Sub-blocks 2c (low nibbles) and 2c + 1 (high).
+    const __m512i s4 = c < 2 ? sc.sl : sc.sh;
+    sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(lo, scale_byte(s4, (2 * c) % 4)));
+    sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(hi, scale_byte(s4, (2 * c + 1) % 4)));
+  }
+  // The mins against the sub-blocks' activation sums (each the sum of two 16-element bsums).
+  const __m256i bs16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums));
+  const __m256i bsub = _mm256_madd_epi16(bs16, _mm256_set1_epi16(1));
+  const __m128i b8 = _mm_packs_epi32(_mm256_castsi256_si128(bsub), _mm256_extracti128_si256(bsub, 1));
+  const __m512i summ = _mm512_add_epi32(_mm512_madd_epi16(sc.ml, _mm512_broadcastq_epi64(b8)),
+                                        _mm512_madd_epi16(sc.mh, _mm512_broadcastq_epi64(_mm_unpackhi_epi64(b8, b8))));
+  const __m512 xd = _mm512_set1_ps(x.d);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d2, xd), acc);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(ndmin2, xd), acc);
+}
+
+template <size_t T>
+void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t nb, size_t g0,
+                   size_t g1, float* y, size_t ldy) {
+  for (size_t g = g0; g < g1; ++g) {
+    const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
+    __m512 acc[T];
+#pragma GCC unroll 8
+    for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
+      if constexpr (kPrefetchUnits > 0) prefetch_unit(unit + kPrefetchUnits * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+      const Q4KScales sc = q4_kx8_scales(unit);
+      const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
+      const __m512 ndmin2 = _mm512_sub_ps(
+          _mm512_setzero_ps(), pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16)))));
+#pragma GCC unroll 8
+      for (size_t t = 0; t < T; ++t)
+        acc[t] =
+            q4_kx8_unit_dot(unit, sc, d2, ndmin2, reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes)[b], acc[t]);
+    }
+#pragma GCC unroll 8
+    for (size_t t = 0; t < T; ++t) store_rows(acc[t], y + t * ldy + g * kKx8Rows);
+  }
+}
+
+// ---- Q6_Kx8 ----
+
+// acc += one unit's dot products with one token's Q8_K block. Sub-block s = 8h + 2k + m (16 elements:
+// 128h + 32k + 16m ..) is the ql sub-units 8h + 4(k & 1) + l8 (nibble k / 2) with the qh sub-units
+// 4h + l8 (bits 2k, 2k + 1) for l8 = 2m, 2m + 1. The codes are q + 32: each sub-block's sum starts at
+// -32 times its activation sum (bsums[s], in the row's first lane only).
+[[gnu::always_inline]] inline __m512 q6_kx8_unit_dot(const uint8_t* unit, __m512 d2, const BlockQ8_K& x, __m512 acc) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+  const uint8_t* ql = unit + kQ6_Kx8QlOffset;
+  const uint8_t* qh = unit + kQ6_Kx8QhOffset;
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 2
+      for (int m = 0; m < 2; ++m) {
+        const int s = 8 * h + 2 * k + m;
+        __m512i part = _mm512_maskz_set1_epi32(0x5555, -32 * x.bsums[s]);
+#pragma GCC unroll 2
+        for (int l8 = 2 * m; l8 < 2 * m + 2; ++l8) {
+          const __m512i l = _mm512_loadu_si512(ql + 64 * (8 * h + 4 * (k & 1) + l8));
+          const __m512i hb = _mm512_loadu_si512(qh + 64 * (4 * h + l8));
+          const __m512i lo = _mm512_and_si512(k < 2 ? l : _mm512_srli_epi16(l, 4), low4);
+          // Bits 2k, 2k + 1 of qh moved to bits 4, 5.
+          const __m512i hi2 = 2 * k <= 4 ? _mm512_slli_epi16(hb, 4 - 2 * k) : _mm512_srli_epi16(hb, 2 * k - 4);
+          const __m512i q = _mm512_or_si512(lo, _mm512_and_si512(hi2, bits45));
+          part = _mm512_dpbusd_epi32(part, q, bcast8(x.qs + 128 * h + 32 * k + 8 * l8));
+        }
+        const __m512i sc = _mm512_cvtepi8_epi32(
+            _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(unit + kQ6_Kx8ScalesOffset + 8 * s)),
+                              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(unit + kQ6_Kx8ScalesOffset + 8 * s))));
+        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(part, sc));
+      }
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d2, _mm512_set1_ps(x.d)), acc);
+}
+
+template <size_t T>
+void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t nb, size_t g0,
+                   size_t g1, float* y, size_t ldy) {
+  for (size_t g = g0; g < g1; ++g) {
+    const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
+    __m512 acc[T];
+#pragma GCC unroll 8
+    for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
+      if constexpr (kPrefetchUnits > 0) prefetch_unit(unit + kPrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+      const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
+#pragma GCC unroll 8
+      for (size_t t = 0; t < T; ++t)
+        acc[t] = q6_kx8_unit_dot(unit, d2, reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes)[b], acc[t]);
+    }
+#pragma GCC unroll 8
+    for (size_t t = 0; t < T; ++t) store_rows(acc[t], y + t * ldy + g * kKx8Rows);
+  }
+}
+
+using GroupsFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, size_t, size_t, size_t, float*, size_t);
+
+template <GroupsFn const (&kByBatch)[kMaxBatch], TensorType kStandard, MatmulFn kGemm>
+void matmul_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
+                size_t r1, float* y, size_t ldy) {
+  if (r0 >= r1 || n_tok == 0) return;
+  if (n_tok > kMaxBatch)
+    return matmul_kx8_via_standard<kStandard, kGemm>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  kByBatch[n_tok - 1](static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n / kQK,
+                      r0 / kKx8Rows, r1 / kKx8Rows, y, ldy);
+}
+
+constexpr GroupsFn kQ4Kx8ByBatch[kMaxBatch] = {q4_kx8_groups<1>, q4_kx8_groups<2>, q4_kx8_groups<3>, q4_kx8_groups<4>,
+                                               q4_kx8_groups<5>, q4_kx8_groups<6>, q4_kx8_groups<7>, q4_kx8_groups<8>};
+constexpr GroupsFn kQ6Kx8ByBatch[kMaxBatch] = {q6_kx8_groups<1>, q6_kx8_groups<2>, q6_kx8_groups<3>, q6_kx8_groups<4>,
+                                               q6_kx8_groups<5>, q6_kx8_groups<6>, q6_kx8_groups<7>, q6_kx8_groups<8>};
+
+}  // namespace
+
+void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  matmul_kx8<kQ4Kx8ByBatch, TensorType::q4_k, matmul_q4_k>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+
+void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  matmul_kx8<kQ6Kx8ByBatch, TensorType::q6_k, matmul_q6_k>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+
+}  // namespace lmrt::simd::avx512
