@@ -32,7 +32,7 @@ BatchEngine::BatchEngine(Context& ctx, const Tokenizer& tok, const EngineParams&
       params_(p),
       seqs_(ctx.n_ctx(), n_slots(p)),
       pool_(seqs_, pool_options(p)),
-      planner_(n_slots(p), ctx.params().n_batch, p.prefill_chunk),
+      planner_(n_slots(p), ctx.params().n_batch, p.prefill_chunk, LlamaGraph::kMinTiledRun),
       lanes_(n_slots(p), nullptr),
       lane_work_(n_slots(p)) {
   const size_t nb = ctx.params().n_batch;

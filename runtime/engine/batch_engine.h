@@ -28,8 +28,10 @@
 namespace lmrt {
 
 struct EngineParams {
-  uint32_t max_sequences = 4;   // requests decoding at once, 1..LlamaGraph::kMaxLogitRows
-  uint32_t prefill_chunk = 64;  // prompt tokens of one request per step
+  uint32_t max_sequences = 4;  // requests decoding at once, 1..LlamaGraph::kMaxLogitRows
+  // Prompt tokens of one request per step; a prompt's last chunk also takes a rest of fewer than
+  // LlamaGraph::kMinTiledRun tokens (StepPlanner) rather than leave it a step of its own.
+  uint32_t prefill_chunk = 64;
   // A prompt starts from the longest prefix the arena holds (SequencePool); finished requests'
   // sequences stay as cached prefixes, at most retained_sequences (0..kMaxRetained) of them.
   bool prefix_reuse = true;

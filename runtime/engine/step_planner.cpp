@@ -4,8 +4,8 @@
 
 namespace lmrt {
 
-StepPlanner::StepPlanner(uint32_t n_lanes, uint32_t n_batch, uint32_t chunk)
-    : n_batch_(std::max<uint32_t>(n_batch, 1)), chunk_(std::max<uint32_t>(chunk, 1)) {
+StepPlanner::StepPlanner(uint32_t n_lanes, uint32_t n_batch, uint32_t chunk, uint32_t min_tail)
+    : n_batch_(std::max<uint32_t>(n_batch, 1)), chunk_(std::max<uint32_t>(chunk, 1)), min_tail_(min_tail) {
   takes_.reserve(n_lanes);
 }
 
@@ -23,7 +23,8 @@ const std::vector<StepPlanner::Take>& StepPlanner::plan(const std::vector<Lane>&
   for (uint32_t k = 0; k < n_lanes && used < n_batch_; ++k) {
     const uint32_t i = (start + k) % n_lanes;
     if (lanes[i].decoding || lanes[i].prompt_left == 0) continue;
-    const uint32_t n = std::min({lanes[i].prompt_left, chunk_, n_batch_ - used});
+    uint32_t n = std::min({lanes[i].prompt_left, chunk_, n_batch_ - used});
+    if (lanes[i].prompt_left - n < min_tail_ && lanes[i].prompt_left <= n_batch_ - used) n = lanes[i].prompt_left;
     takes_.push_back({i, n});
     used += n;
     if (first) {

@@ -22,15 +22,18 @@ class StepPlanner {
   };
 
   // n_lanes: the engine's sequences; n_batch: tokens per forward pass; chunk: prompt tokens per lane
-  // per step. Reserves everything plan() uses.
-  StepPlanner(uint32_t n_lanes, uint32_t n_batch, uint32_t chunk);
+  // per step; min_tail: a prompt whose rest after this step's chunk would be shorter than this takes
+  // that rest now (when the batch has room), so that its last tokens are not a step of their own (a
+  // pass over the weights for 1 to 3 tokens, which also attend token by token rather than in tiles:
+  // LlamaGraph::kMinTiledRun). Reserves everything plan() uses.
+  StepPlanner(uint32_t n_lanes, uint32_t n_batch, uint32_t chunk, uint32_t min_tail = 1);
 
   // The takes of the next step, decoding lanes first (in lane order), then prompt chunks; empty when
   // no lane has work. `lanes` has n_lanes entries.
   const std::vector<Take>& plan(const std::vector<Lane>& lanes);
 
  private:
-  uint32_t n_batch_, chunk_;
+  uint32_t n_batch_, chunk_, min_tail_;
   uint32_t next_prefill_ = 0;  // the lane whose prompt goes first next time
   std::vector<Take> takes_;
 };

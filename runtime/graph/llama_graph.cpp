@@ -95,6 +95,8 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
     for (const WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) takes_q8_k(*w);
   if (any_q8_k) ok = ok && g->xqk_.allocate(std::max(nb * (hp.n_embd / kQK), nb_ffn * (hp.n_ff / kQK)));
   if (!ok) return Error(Code::out_of_memory, "cannot allocate the forward-pass scratch buffers");
+  g->tiles_.reserve(nb);  // at most one tile per token; plan_query_tiles then never allocates
+  g->tiled_.assign(nb, 0);
 
   const float* factors = model.rope_factors(params.n_ctx);
   fill_rope_table(g->rope_cs_.data(), params.n_ctx, hp.rope_dim, hp.rope_style, hp.rope_freq_base, hp.rope_freq_scale,
@@ -341,6 +343,66 @@ void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batc
       reads_of(next));
 }
 
+uint32_t LlamaGraph::plan_query_tiles(uint32_t layer, const GraphBatch& batch, const KvArena& kv) {
+  const ModelConfig& hp = model_.hparams();
+  tiles_.clear();
+  if (kv.type() != KvType::f16 || k_->attend_f16 == nullptr || hp.attn_softcap != 0.0f || hp.window_of(layer) != 0)
+    return 0;
+  std::fill_n(tiled_.begin(), batch.n, 0);
+  for (uint32_t t = 0; t < batch.n;) {
+    const uint32_t run = batch.query_run(t);
+    // The run's widest view holds every other one's slots; scattered, they are gathered into a run.
+    uint32_t widest = t;
+    for (uint32_t i = t + 1; i < t + run; ++i)
+      if (batch.n_visible(i) > batch.n_visible(widest)) widest = i;
+    const bool readable = batch.views == nullptr || batch.views[widest].contiguous || gather_.size() != 0;
+    if (run >= kMinTiledRun && readable) {
+      for (uint32_t t0 = t; t0 < t + run; t0 += simd::kAttendQueries)
+        tiles_.push_back({t0, std::min<uint32_t>(simd::kAttendQueries, t + run - t0)});
+      std::fill_n(tiled_.begin() + t, run, 1);
+    }
+    t += run;
+  }
+  return static_cast<uint32_t>(tiles_.size());
+}
+
+void LlamaGraph::attend_tiles(uint32_t layer, const GraphBatch& batch, const KvArena& kv, uint32_t n_tiles,
+                              ThreadPool& pool) {
+  const ModelConfig& hp = model_.hparams();
+  const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+  const size_t per_thread = attention_scratch_floats(n_ctx_, hd, group);
+  const size_t n_tasks = static_cast<size_t>(n_tiles) * hp.n_head_kv;
+  pool.run([&](size_t thread, size_t n_threads) {
+    float* scratch = scores_.data() + thread * per_thread;
+    uint32_t n_vis[simd::kAttendQueries];
+    for (size_t task = thread; task < n_tasks; task += n_threads) {
+      const QueryTile& tile = tiles_[task / hp.n_head_kv];
+      const uint32_t kvh = static_cast<uint32_t>(task % hp.n_head_kv);
+      uint32_t widest = 0;
+      for (uint32_t i = 0; i < tile.n_q; ++i) {
+        n_vis[i] = batch.n_visible(tile.t0 + i);
+        if (n_vis[i] > n_vis[widest]) widest = i;
+      }
+      // Every query's visible slots are the first of the widest query's: one run of keys and values
+      // for the whole tile, read in place or gathered once (the same bits either way).
+      const uint32_t tw = tile.t0 + widest;
+      const auto* keys = reinterpret_cast<const uint16_t*>(kv.key(layer, kvh, batch.run_start(tw)));
+      const auto* values = reinterpret_cast<const uint16_t*>(kv.value(layer, kvh, batch.run_start(tw)));
+      if (batch.views != nullptr && !batch.views[tw].contiguous) {
+        uint16_t* g = gather_slice(thread);
+        gather_rows(layer, kv, kvh, batch.views[tw], 0, n_vis[widest], g);
+        keys = g;
+        values = g + static_cast<size_t>(n_ctx_) * hd;
+      }
+      for (uint32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+        const size_t row0 = static_cast<size_t>(tile.t0) * q_dim_ + static_cast<size_t>(h) * hd;
+        k_->attend_f16(q_.data() + row0, q_dim_, tile.n_q, n_vis, keys, values, hd, hd, hp.attn_scale, scratch,
+                       att_out_.data() + row0, q_dim_);
+      }
+    }
+  });
+}
+
 void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvArena& kv, ThreadPool& pool,
                            const NextDispatch& next) {
   const auto plan = reads_of(next);
@@ -352,29 +414,15 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
   const float softcap = hp.attn_softcap;  // needs the scores between the products and softmax
   const size_t per_thread = attention_scratch_floats(n_ctx_, hd, group);
   const bool f16 = kv.type() == KvType::f16;  // rows are read in place, F16 through the kernels
-  if (f16 && k_->attend_f16 != nullptr && batch.views == nullptr && n >= 4 && softcap == 0.0f &&
-      hp.window_of(layer) == 0) {
-    // A causal batch: each task is one head and up to 16 consecutive tokens, whose visible slots are
-    // all [0, n_visible) of the arena.
-    const uint32_t n_tiles = (n + simd::kAttendQueries - 1) / simd::kAttendQueries;
-    const size_t n_tasks = static_cast<size_t>(n_tiles) * hp.n_head;
-    pool.run([&](size_t thread, size_t n_threads) {
-      float* scratch = scores_.data() + thread * per_thread;
-      uint32_t n_vis[simd::kAttendQueries];
-      for (size_t task = thread; task < n_tasks; task += n_threads) {
-        const uint32_t t0 = static_cast<uint32_t>(task / hp.n_head) * simd::kAttendQueries;
-        const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
-        const uint32_t n_q = std::min<uint32_t>(simd::kAttendQueries, n - t0);
-        for (uint32_t i = 0; i < n_q; ++i) n_vis[i] = batch.n_visible(t0 + i);
-        const size_t row0 = static_cast<size_t>(t0) * q_dim_ + static_cast<size_t>(h) * hd;
-        k_->attend_f16(q_.data() + row0, q_dim_, n_q, n_vis,
-                       reinterpret_cast<const uint16_t*>(kv.key(layer, h / group, 0)),
-                       reinterpret_cast<const uint16_t*>(kv.value(layer, h / group, 0)), hd, hd, scale, scratch,
-                       att_out_.data() + row0, q_dim_);
-      }
-    });
-    return;
+  // Prompts and prompt chunks (runs of a sequence's tokens) in tiles; the rest token by token below.
+  const uint32_t n_tiles = plan_query_tiles(layer, batch, kv);
+  if (n_tiles > 0) {
+    attend_tiles(layer, batch, kv, n_tiles, pool);
+    uint32_t n_tiled = 0;
+    for (uint32_t i = 0; i < n_tiles; ++i) n_tiled += tiles_[i].n_q;
+    if (n_tiled == n) return;
   }
+  auto untiled = [&](uint32_t t) { return n_tiles == 0 || tiled_[t] == 0; };
   const bool gathers = gather_.size() != 0;  // a view that is not one run is read as one (reserve_gather)
   auto scattered = [&](uint32_t t) -> const AttentionView* {
     return batch.views != nullptr && !batch.views[t].contiguous ? &batch.views[t] : nullptr;
@@ -390,6 +438,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
           float* scratch = scores_.data() + thread * per_thread;
           for (size_t task = thread; task < n_tasks; task += n_threads) {
             const uint32_t t = static_cast<uint32_t>(task / hp.n_head_kv);
+            if (!untiled(t)) continue;
             const uint32_t n_vis = batch.n_visible(t);
             attend_kv_head(layer, kv, t, static_cast<uint32_t>(task % hp.n_head_kv), window_start(layer, n_vis), n_vis,
                            scratch, batch.run_start(t), scattered(t), gather_slice(thread));
@@ -408,6 +457,7 @@ void LlamaGraph::attention(uint32_t layer, const GraphBatch& batch, const KvAren
         float* scores = scores_.data() + thread * per_thread;
         for (size_t task = thread; task < n_tasks; task += n_threads) {
           const uint32_t t = static_cast<uint32_t>(task / hp.n_head);
+          if (!untiled(t)) continue;
           const uint32_t h = static_cast<uint32_t>(task % hp.n_head);
           const uint32_t kvh = h / group;
           // The visible positions [start, n_visible): all, or a windowed layer's last sliding_window.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "runtime/kv/kv_arena.h"
 #include "runtime/model/llama_model.h"
@@ -62,6 +63,15 @@ struct GraphBatch {
     return true;
   }
   uint32_t run_start(uint32_t t) const { return views != nullptr && views[t].n > 0 ? views[t].slots[0] : 0; }
+  // The tokens from t on whose visible slots are all first entries of one list (without views, all of
+  // the batch; with views, consecutive tokens whose views share their slots: one sequence's prompt
+  // chunk), so that their attention can read that list's keys and values once for all of them.
+  uint32_t query_run(uint32_t t) const {
+    if (views == nullptr) return n - t;
+    uint32_t e = t + 1;
+    while (e < n && views[e].slots == views[t].slots) ++e;
+    return e - t;
+  }
 };
 
 class LlamaGraph {
@@ -72,6 +82,12 @@ class LlamaGraph {
   // widest activations, and bounding them keeps resident memory within file + KV + 64 MiB at any
   // n_batch (the GEMM needs far fewer tokens than this to reuse each repacked weight slab).
   static constexpr uint32_t kFfnTokens = 128;
+  // A query run (GraphBatch::query_run) of at least this many tokens attends in tiles of
+  // simd::kAttendQueries queries, each key and value row read once per tile (a prompt, or a prompt
+  // chunk after cells its sequence already holds); shorter ones, decode steps among them, token by
+  // token. A query's tiled result depends only on its own row and visible keys, so a prompt evaluated
+  // in chunks of at least this many tokens gets the bits of the prompt evaluated at once.
+  static constexpr uint32_t kMinTiledRun = 4;
 
   // Allocates every buffer a forward pass needs. Errors: invalid_argument, out_of_memory.
   static Status create(const LlamaModel& model, const GraphParams& params, std::unique_ptr<LlamaGraph>* out);
@@ -191,6 +207,19 @@ class LlamaGraph {
     return gather_.size() == 0 ? nullptr
                                : gather_.data() + thread * 2 * static_cast<size_t>(n_ctx_) * model_.hparams().head_dim;
   }
+  // A tile of batched attention (attend_f16): n_q <= kAttendQueries consecutive tokens from t0 of one
+  // query run.
+  struct QueryTile {
+    uint32_t t0 = 0, n_q = 0;
+  };
+  // Cuts the query runs of at least kMinTiledRun tokens into tiles (tiles_) and marks their tokens
+  // (tiled_), when `layer` can attend in tiles: F16 keys and values, an attend_f16 kernel, no
+  // soft-capping, no sliding window, and a run whose cells are scattered only with the gather buffers
+  // reserved. Returns the tile count.
+  uint32_t plan_query_tiles(uint32_t layer, const GraphBatch& batch, const KvArena& kv);
+  // Attention of the n_tiles tiles of tiles_: one task per tile and KV head, whose keys and values
+  // (in place, or gathered once) serve every query head of the group.
+  void attend_tiles(uint32_t layer, const GraphBatch& batch, const KvArena& kv, uint32_t n_tiles, ThreadPool& pool);
   // Whether attention() runs a batch without views as one task per token and KV head (attend_heads_f16,
   // with or without grouped queries) rather than per token and query head.
   bool grouped_attention(const KvArena& kv) const;
@@ -226,6 +255,8 @@ class LlamaGraph {
   AlignedBuffer<float> rope_cs_local_;  // the same for windowed layers with their own base (gemma3), else empty
   AlignedBuffer<float> logits_;         // [n_batch or 1][n_vocab]
   AlignedBuffer<uint16_t> gather_;      // per thread: [2][n_ctx][head_dim] F16 rows (reserve_gather), or empty
+  std::vector<QueryTile> tiles_;        // the layer's tiles (plan_query_tiles), n_batch reserved
+  std::vector<uint8_t> tiled_;          // [n_batch]: 1 where the token attends in a tile
 };
 
 }  // namespace lmrt
