@@ -866,7 +866,7 @@ typedef void (*lmrt_engine_finish_callback)(void* user_data, uint64_t request_id
 typedef struct lmrt_engine_params {
   uint32_t struct_size;
   uint32_t max_sequences; /* requests decoding at once, 1..16 (default 4); more wait in a queue */
-  uint32_t prefill_chunk; /* prompt tokens of one request per step (default 64) */
+  uint32_t prefill_chunk; /* prompt tokens of one request per step (default 64; a last chunk takes up to 3 more) */
   /* Prefix reuse (1, the default; 0: off): a prompt starts from the longest prefix of it that the
    * arena holds (a running request's prompt and evaluated tokens, or a finished request's kept
    * below), sharing those cells rather than evaluating them again (result reused_tokens counts
