@@ -88,7 +88,7 @@ typedef struct lmrt_model lmrt_model;
 
 typedef struct lmrt_model_params {
   uint32_t struct_size;
-  uint32_t use_mmap; /* 1 (default): map the file read-only; 0: read it into memory */
+  uint32_t use_mmap; /* 1 (default): map the file (privately: it is never written); 0: read it into memory */
 } lmrt_model_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
