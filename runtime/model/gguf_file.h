@@ -112,10 +112,7 @@ class GgufFile {
   const MappedFile& file() const { return *file_; }
   // Writable bytes of tensor t (one of tensors()), for rewriting weights in place at load; nullptr when
   // the file's bytes belong to the caller (MappedFile::view). The header keeps the file's type.
-  uint8_t* mutable_tensor_data(const GgufTensorInfo& t) {
-    uint8_t* base = file_->mutable_data();
-    return base == nullptr ? nullptr : base + (t.data - file_->data());
-  }
+  uint8_t* mutable_tensor_data(const GgufTensorInfo& t) { return file_->make_writable(t.data, t.n_bytes); }
   // Byte offset of the data section and the number of header bytes before it.
   uint64_t data_offset() const { return data_offset_; }
 

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -45,9 +47,9 @@ Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<
     return Status::Ok();
   }
   if (use_mmap) {
-    // Copy-on-write: a page the loader rewrites (the repacked K-quant weights) becomes private, the rest stay
-    // shared with the page cache.
-    void* p = ::mmap(nullptr, file->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.fd, 0);
+    // Read-only: a writable private mapping would be charged in full against the commit limit (a file larger
+    // than RAM + swap could not be mapped). make_writable opens only the pages the loader rewrites.
+    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
     if (p == MAP_FAILED) return io_error("cannot mmap", path);
     file->data_ = static_cast<const uint8_t*>(p);
     file->mapped_ = true;
@@ -73,6 +75,18 @@ Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<
   }
   *out = std::move(file);
   return Status::Ok();
+}
+
+uint8_t* MappedFile::make_writable(const uint8_t* p, size_t n) {
+  if (!writable_ || p < data_ || n > size_ || p - data_ > static_cast<ptrdiff_t>(size_ - n)) return nullptr;
+  if (mapped_ && n > 0) {
+    // Copy-on-write pages: a page written becomes this process's own, the file is never changed.
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) & ~(page - 1);
+    if (::mprotect(reinterpret_cast<void*>(begin), end - begin, PROT_READ | PROT_WRITE) != 0) return nullptr;
+  }
+  return const_cast<uint8_t*>(p);
 }
 
 std::unique_ptr<MappedFile> MappedFile::from_bytes(const uint8_t* data, size_t size) {

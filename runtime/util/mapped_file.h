@@ -1,6 +1,6 @@
-// A view of a whole file: mmap'ed copy-on-write, or read into memory when mapping is off. Readers see the
-// file's bytes; the model may rewrite weight bytes in place at load (mutable_data), which never reaches
-// the file: a mapped page written becomes the process's own copy.
+// A view of a whole file: mmap'ed (private, read-only), or read into memory when mapping is off. Readers see
+// the file's bytes; the model may rewrite weight bytes in place at load (make_writable), which never
+// reaches the file: a mapped page written becomes the process's own copy.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +15,8 @@ namespace lmrt {
 
 class MappedFile {
  public:
-  // Opens `path`. With use_mmap the bytes are mapped private (MAP_PRIVATE, PROT_READ | PROT_WRITE: writes
-  // stay in this process), otherwise read into an owned buffer. Errors: io (cannot open/stat/map/read),
+  // Opens `path`. With use_mmap the bytes are mapped read-only (MAP_PRIVATE), otherwise read into an owned
+  // buffer. Errors: io (cannot open/stat/map/read),
   // invalid_argument (empty path).
   static Status open(const std::string& path, bool use_mmap, std::unique_ptr<MappedFile>* out);
   // Wraps bytes already in memory (tests and in-memory models); the buffer is copied.
@@ -29,8 +29,10 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   const uint8_t* data() const { return data_; }
-  // The same bytes, writable; nullptr for a view() of the caller's bytes, which must stay unchanged.
-  uint8_t* mutable_data() { return writable_ ? const_cast<uint8_t*>(data_) : nullptr; }
+  // Bytes [p, p + n) of data(), writable: when mapped, only the pages around them are made writable
+  // (copy-on-write: they become the process's own, the file never changes). nullptr for a view() of the
+  // caller's bytes (they must stay unchanged), a range outside the file, or pages that cannot be opened.
+  uint8_t* make_writable(const uint8_t* p, size_t n);
   size_t size() const { return size_; }
   bool is_mapped() const { return mapped_; }
   const std::string& path() const { return path_; }

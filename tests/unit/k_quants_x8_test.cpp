@@ -320,5 +320,30 @@ TEST(Kx8Model, RepackedQ4_K_MGivesTheSameLogits) {
   }
 }
 
+// Repacking rewrites the process's copy-on-write pages of the Q4_K matrices only: the file on disk keeps
+// its bytes, and a tensor that is not repacked (token_embd, looked up by row) reads the file's bytes.
+TEST(Kx8Model, RepackNeverWritesTheFile) {
+  const simd::Kernels& best = simd::kernels_for(simd::best_isa());
+  if (simd::matmul_for(best, TensorType::q4_kx8).fn == simd::matmul_for(*simd::scalar_kernels(), TensorType::q4_kx8).fn)
+    GTEST_SKIP() << "the best kernel table here has no x8 kernels: nothing is repacked";
+  const std::string path = test::model_path("quant/base-Q4_K_M.gguf");
+  const std::string before = test::read_file(path);
+  std::unique_ptr<GgufFile> g;
+  ASSERT_TRUE(GgufFile::open(path, true, &g).ok());
+  std::unique_ptr<LlamaModel> m;
+  ASSERT_TRUE(LlamaModel::load(std::move(g), true, &m).ok());
+  ASSERT_GT(m->repacked_tensors(), 0u);
+  const uint8_t* base = m->gguf().file().data();
+  size_t changed = 0, kept = 0;
+  for (const GgufTensorInfo& t : m->gguf().tensors()) {
+    const bool same = std::memcmp(t.data, before.data() + (t.data - base), t.n_bytes) == 0;
+    if (t.name == "token_embd.weight") EXPECT_TRUE(same);
+    (same ? kept : changed) += 1;
+  }
+  EXPECT_EQ(changed, m->repacked_tensors());
+  EXPECT_GT(kept, 0u);
+  EXPECT_TRUE(test::read_file(path) == before) << "the model file changed on disk";
+}
+
 }  // namespace
 }  // namespace lmrt
