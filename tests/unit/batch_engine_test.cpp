@@ -112,6 +112,20 @@ GenerateResult alone(const Loaded& l, const Ask& a, const ContextParams& cp) {
 
 EngineRequest engine_request(const Ask& a) { return test::engine_request(request_of(a), a.seed); }
 
+// Submits the first n of `asks` and runs the engine until every one has finished; their ids in order.
+std::vector<uint64_t> submit_and_run(BatchEngine& engine, const std::vector<Ask>& asks, size_t n) {
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t id = 0;
+    const Status s = engine.submit(engine_request(asks[i]), &id);
+    EXPECT_TRUE(s.ok()) << "request " << i << ": " << s.message();
+    ids.push_back(id);
+  }
+  const Status s = engine.run();
+  EXPECT_TRUE(s.ok()) << s.message();
+  return ids;
+}
+
 const std::vector<Ask> kAsks = {
     {"Once upon a time", 40},    {"Lily", 25, 7}, {"The little dog ran to the park and saw a big red ball. He", 33},
     {"Tom and his mom", 48, 11}, {"One day", 17},
@@ -140,14 +154,8 @@ TEST_P(BatchEngineMatchesAlone, OneToFiveRequests) {
     ep.prefill_chunk = 5;  // prompts take several steps, interleaved with the others' decoding
     std::unique_ptr<BatchEngine> engine;
     ASSERT_TRUE(BatchEngine::create(*ctx, *l.tok, ep, &engine).ok());
-    std::vector<uint64_t> ids;
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t id = 0;
-      ASSERT_TRUE(engine->submit(engine_request(kAsks[i]), &id).ok());
-      ids.push_back(id);
-    }
-    const Status s = engine->run();
-    ASSERT_TRUE(s.ok()) << s.message();
+    const std::vector<uint64_t> ids = submit_and_run(*engine, kAsks, n);
+    ASSERT_FALSE(testing::Test::HasFailure());
     for (size_t i = 0; i < n; ++i) {
       const GenerateResult* r = engine->result(ids[i]);
       ASSERT_NE(r, nullptr);
@@ -207,14 +215,8 @@ TEST_P(BatchEngineInvariance, TwoFiveAndEightRequestsGetWhatTheyGetAlone) {
     ep.prefill_chunk = 6;
     std::unique_ptr<BatchEngine> engine;
     ASSERT_TRUE(BatchEngine::create(*ctx, *l.tok, ep, &engine).ok());
-    std::vector<uint64_t> ids;
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t id = 0;
-      ASSERT_TRUE(engine->submit(engine_request(kEightAsks[i]), &id).ok());
-      ids.push_back(id);
-    }
-    const Status s = engine->run();
-    ASSERT_TRUE(s.ok()) << s.message();
+    const std::vector<uint64_t> ids = submit_and_run(*engine, kEightAsks, n);
+    ASSERT_FALSE(testing::Test::HasFailure());
     for (size_t i = 0; i < n; ++i) {
       const GenerateResult* r = engine->result(ids[i]);
       ASSERT_NE(r, nullptr);
