@@ -17,7 +17,7 @@ import (
 	"unsafe"
 )
 
-// Engine runs many greedy requests together on one context (lmrt_engine_*): every step is one
+// Engine runs many requests together on one context (lmrt_engine_*): every step is one
 // forward pass over the next token of each, and each gets the tokens Generate gives it alone. The
 // context is the engine's while it is open: do not use it otherwise. Methods serialize themselves.
 // Start runs the steps on a thread of the engine's own (then onText runs there, and must not call
@@ -29,9 +29,32 @@ type Engine struct {
 	handles map[uint64]cgo.Handle // each request's callback state, until Release or Close
 }
 
+// EngineParams is how an engine runs (lmrt_engine_params); DefaultEngineParams gives the
+// library's defaults.
+type EngineParams struct {
+	MaxSequences      uint32 // requests decoding at once, 1..16; more wait in a queue
+	PrefillChunk      uint32 // prompt tokens of one request per step
+	PrefixReuse       bool   // a prompt starts from the longest prefix of it the arena holds
+	RetainedSequences uint32 // finished requests' sequences kept as cached prefixes, 0..16
+}
+
+// DefaultEngineParams is the library's defaults.
+func DefaultEngineParams() EngineParams {
+	var p C.lmrt_engine_params
+	C.lmrt_engine_params_init(&p)
+	return EngineParams{uint32(p.max_sequences), uint32(p.prefill_chunk), p.prefix_reuse != 0, uint32(p.retained_sequences)}
+}
+
 // NewEngine creates an engine on c running up to maxSequences requests at once (1..16), prompts
 // fed prefillChunk tokens per step.
 func (c *Context) NewEngine(maxSequences, prefillChunk uint32) (*Engine, error) {
+	p := DefaultEngineParams()
+	p.MaxSequences, p.PrefillChunk = maxSequences, prefillChunk
+	return c.NewEngineWithParams(p)
+}
+
+// NewEngineWithParams creates an engine on c with all of params.
+func (c *Context) NewEngineWithParams(params EngineParams) (*Engine, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.raw == nil {
@@ -39,14 +62,41 @@ func (c *Context) NewEngine(maxSequences, prefillChunk uint32) (*Engine, error) 
 	}
 	var p C.lmrt_engine_params
 	C.lmrt_engine_params_init(&p)
-	p.max_sequences = C.uint32_t(maxSequences)
-	p.prefill_chunk = C.uint32_t(prefillChunk)
+	p.max_sequences = C.uint32_t(params.MaxSequences)
+	p.prefill_chunk = C.uint32_t(params.PrefillChunk)
+	p.prefix_reuse = 0
+	if params.PrefixReuse {
+		p.prefix_reuse = 1
+	}
+	p.retained_sequences = C.uint32_t(params.RetainedSequences)
 	var raw *C.lmrt_engine
 	var msg [512]C.char
 	if s := C.lmrt_engine_create(c.raw, &p, &raw, &msg[0], C.size_t(len(msg))); s != C.LMRT_OK {
 		return nil, &Error{Status(s), C.GoString(&msg[0])}
 	}
 	return &Engine{ctx: c, raw: raw, handles: map[uint64]cgo.Handle{}}, nil
+}
+
+// EngineStats is what an engine holds at one moment (lmrt_engine_get_stats).
+type EngineStats struct {
+	Queued, Running, MaxSequences, Cells, CellsUsed, Cached uint32
+	Started                                                 bool
+}
+
+// Stats reports what the engine holds now.
+func (e *Engine) Stats() (EngineStats, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.raw == nil {
+		return EngineStats{}, ErrClosed
+	}
+	var st C.lmrt_engine_stats
+	st.struct_size = C.uint32_t(unsafe.Sizeof(st))
+	if s := C.lmrt_engine_get_stats(e.raw, &st); s != C.LMRT_OK {
+		return EngineStats{}, e.lastError(s)
+	}
+	return EngineStats{uint32(st.n_queued), uint32(st.n_running), uint32(st.max_sequences), uint32(st.n_cells),
+		uint32(st.n_cells_used), uint32(st.n_cached), st.started != 0}, nil
 }
 
 func (e *Engine) lastError(s C.lmrt_status) error {
@@ -56,16 +106,22 @@ func (e *Engine) lastError(s C.lmrt_status) error {
 // Submit queues a greedy completion of prompt; onText (may be nil) receives its pieces during
 // Step/Run, and an error it returns, or ctx's cancellation, cancels the request. Returns its id.
 func (e *Engine) Submit(ctx context.Context, prompt string, maxTokens int, onText func(string) error) (uint64, error) {
+	return e.SubmitRequest(ctx, &Request{Prompt: prompt, MaxTokens: maxTokens}, onText)
+}
+
+// SubmitRequest queues r (its own sampling, seed, stops, logprobs, grammar) as Submit does; a
+// seeded request gets the tokens GenerateRequest gives it alone.
+func (e *Engine) SubmitRequest(ctx context.Context, r *Request, onText func(string) error) (uint64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.raw == nil {
 		return 0, ErrClosed
 	}
-	var req C.lmrt_generate_request
-	defer greedyRequest(&req, prompt, maxTokens)()
+	req := newCRequest(r)
+	defer req.free()
 	h := cgo.NewHandle(&generation{ctx: ctx, onText: onText})
 	var id C.uint64_t
-	if s := C.lmrt_go_engine_submit(e.raw, &req, C.uintptr_t(h), &id); s != C.LMRT_OK {
+	if s := C.lmrt_go_engine_submit(e.raw, &req.req, C.uintptr_t(h), &id); s != C.LMRT_OK {
 		h.Delete()
 		return 0, e.lastError(s)
 	}

@@ -165,6 +165,8 @@ type Completion struct {
 	FinishReason     FinishReason
 	PromptTokens     int
 	CompletionTokens int
+	ReusedTokens     int             // prompt tokens whose KV entries were reused, not evaluated
+	Logprobs         []TokenLogprobs // one per token when the request asked for them
 }
 
 // generation is the Go state the C callback reaches through a cgo.Handle.
@@ -195,6 +197,11 @@ func goOnToken(handle C.uintptr_t, event *C.lmrt_token_event) C.int {
 // generation stops at the next token and Generate returns the partial Completion together with
 // that error (ctx.Err() or onText's).
 func (c *Context) Generate(ctx context.Context, prompt string, maxTokens int, onText func(string) error) (*Completion, error) {
+	return c.GenerateRequest(ctx, &Request{Prompt: prompt, MaxTokens: maxTokens}, onText)
+}
+
+// GenerateRequest runs r (sampling, stops, logprobs, a grammar) as Generate does.
+func (c *Context) GenerateRequest(ctx context.Context, r *Request, onText func(string) error) (*Completion, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.raw == nil {
@@ -203,31 +210,19 @@ func (c *Context) Generate(ctx context.Context, prompt string, maxTokens int, on
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var req C.lmrt_generate_request
-	defer greedyRequest(&req, prompt, maxTokens)()
+	req := newCRequest(r)
+	defer req.free()
 	var res C.lmrt_generate_result
 	res.struct_size = C.uint32_t(unsafe.Sizeof(res))
 
 	g := &generation{ctx: ctx, onText: onText}
 	h := cgo.NewHandle(g)
 	defer h.Delete()
-	if s := C.lmrt_go_generate(c.raw, &req, C.uintptr_t(h), &res); s != C.LMRT_OK {
+	if s := C.lmrt_go_generate(c.raw, &req.req, C.uintptr_t(h), &res); s != C.LMRT_OK {
 		return nil, &Error{Status(s), C.GoString(C.lmrt_context_last_error(c.raw))}
 	}
 	done := completionFrom(&res)
 	return done, g.err
-}
-
-// greedyRequest sets req up for a greedy completion of prompt with at most maxTokens tokens (what
-// Generate and Engine.Submit ask for). The prompt is copied into C memory, which the returned
-// function frees once the library is done with req.
-func greedyRequest(req *C.lmrt_generate_request, prompt string, maxTokens int) (free func()) {
-	cprompt := C.CString(prompt)
-	C.lmrt_generate_request_init(req)
-	req.prompt = cprompt
-	req.prompt_len = C.size_t(len(prompt))
-	req.max_tokens = C.int32_t(maxTokens)
-	return func() { C.free(unsafe.Pointer(cprompt)) }
 }
 
 // completionFrom copies a result's text and tokens out of the library.
@@ -237,6 +232,8 @@ func completionFrom(res *C.lmrt_generate_result) *Completion {
 		FinishReason:     FinishReason(res.finish_reason),
 		PromptTokens:     int(res.prompt_tokens),
 		CompletionTokens: int(res.completion_tokens),
+		ReusedTokens:     int(res.reused_tokens),
+		Logprobs:         logprobsFrom(res.logprobs, int(res.completion_tokens)),
 	}
 	if res.completion_tokens > 0 && res.tokens != nil {
 		ids := unsafe.Slice((*int32)(unsafe.Pointer(res.tokens)), int(res.completion_tokens))

@@ -2,6 +2,7 @@ package lmrt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -311,5 +312,221 @@ func TestAStartedEngineServesGoroutines(t *testing.T) {
 	}
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// sampled is a seeded sampling request: temperature, top-k, top-p and a repeat penalty.
+func sampled(prompt string, seed uint64) *Request {
+	return &Request{Prompt: prompt, MaxTokens: 32, Temperature: 0.9, TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, Seed: seed}
+}
+
+func TestSeededRequestsInAnEngineGetTheTokensTheyGetAlone(t *testing.T) {
+	m, err := Open(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reqs := []*Request{sampled("Once upon a time", 7), sampled("Once upon a time", 8), sampled("The little dog", 7)}
+	reqs[2].Logprobs, reqs[2].TopLogprobs = true, 2
+	var alone []*Completion
+	for _, r := range reqs {
+		c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := c.GenerateRequest(context.Background(), r, nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone = append(alone, done)
+	}
+	if alone[0].Text == alone[1].Text {
+		t.Fatalf("seeds 7 and 8 gave the same text %q: the seed is not used", alone[0].Text)
+	}
+	c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := c.NewEngine(4, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var ids []uint64
+	for _, r := range reqs {
+		id, err := e.SubmitRequest(context.Background(), r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		got, err := e.Result(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != alone[i].Text || len(got.Tokens) != len(alone[i].Tokens) {
+			t.Fatalf("request %d in the engine: %q, alone %q", i, got.Text, alone[i].Text)
+		}
+		if len(got.Logprobs) != len(alone[i].Logprobs) {
+			t.Fatalf("request %d: %d logprobs in the engine, %d alone", i, len(got.Logprobs), len(alone[i].Logprobs))
+		}
+		for k := range got.Logprobs {
+			if got.Logprobs[k].Chosen != alone[i].Logprobs[k].Chosen {
+				t.Fatalf("request %d token %d: logprob %v in the engine, %v alone", i, k, got.Logprobs[k], alone[i].Logprobs[k])
+			}
+		}
+	}
+}
+
+func TestLogprobsDescribeTheGeneratedTokens(t *testing.T) {
+	_, c := openBoth(t)
+	done, err := c.GenerateRequest(context.Background(), &Request{Prompt: "Once upon a time", MaxTokens: 12, Logprobs: true, TopLogprobs: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done.Logprobs) != done.CompletionTokens || done.CompletionTokens == 0 {
+		t.Fatalf("%d logprobs for %d tokens", len(done.Logprobs), done.CompletionTokens)
+	}
+	for i, lp := range done.Logprobs {
+		if lp.Chosen.Token != done.Tokens[i] || lp.Chosen.Logprob > 0 || len(lp.Top) != 3 {
+			t.Fatalf("token %d (%d): %+v", i, done.Tokens[i], lp)
+		}
+		// Greedy: the chosen token is the most likely one, and the alternatives come best first.
+		if lp.Top[0] != lp.Chosen || lp.Top[1].Logprob > lp.Top[0].Logprob || lp.Top[2].Logprob > lp.Top[1].Logprob {
+			t.Fatalf("token %d: chosen %+v, top %+v", i, lp.Chosen, lp.Top)
+		}
+	}
+	plain, err := c.Generate(context.Background(), "Once upon a time", 12, nil)
+	if err != nil || plain.Text != done.Text || plain.Logprobs != nil {
+		t.Fatalf("without logprobs: %q %v (%v), with: %q", plain.Text, plain.Logprobs, err, done.Text)
+	}
+}
+
+func TestAStopStringEndsTheCompletionBeforeIt(t *testing.T) {
+	_, c := openBoth(t)
+	full, err := c.Generate(context.Background(), "Once upon a time", 48, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields(full.Text)
+	if len(words) < 6 {
+		t.Fatalf("too short to pick a stop word from: %q", full.Text)
+	}
+	stop := " " + words[4]
+	at := strings.Index(full.Text, stop)
+	done, err := c.GenerateRequest(context.Background(), &Request{Prompt: "Once upon a time", MaxTokens: 48, Stop: []string{"never appears", stop}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.FinishReason != FinishStop || done.Text != full.Text[:at] {
+		t.Fatalf("stop %q: %q (%v), want %q", stop, done.Text, done.FinishReason, full.Text[:at])
+	}
+}
+
+func TestAJSONSchemaShapesTheOutput(t *testing.T) {
+	_, c := openBoth(t)
+	// The test model's 2,048-token vocabulary has no "{" or "[": strings and numbers are what it can
+	// write (the library's own tests cover objects and arrays on larger vocabularies).
+	for _, seed := range []uint64{1, 2, 3} {
+		r := sampled("Once upon a time", seed)
+		r.MaxTokens, r.JSONSchema = 100, `{"type": "string", "minLength": 3, "maxLength": 12}`
+		done, err := c.GenerateRequest(context.Background(), r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		if err := json.Unmarshal([]byte(done.Text), &text); err != nil || len([]rune(text)) < 3 || len([]rune(text)) > 12 || done.FinishReason != FinishEOS {
+			t.Fatalf("seed %d: %q (%v) is not a string of 3-12 characters: %v", seed, done.Text, done.FinishReason, err)
+		}
+		r.JSONSchema = `{"type": "integer", "minimum": 10, "maximum": 99}`
+		if done, err = c.GenerateRequest(context.Background(), r, nil); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := json.Unmarshal([]byte(done.Text), &n); err != nil || n < 10 || n > 99 || done.FinishReason != FinishEOS {
+			t.Fatalf("seed %d: %q (%v) is not an integer in [10, 99]: %v", seed, done.Text, done.FinishReason, err)
+		}
+	}
+	_, err := c.GenerateRequest(context.Background(), &Request{Prompt: "Hi", Grammar: "root ::= (\"a\""}, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Status != InvalidArgument || e.Message == "" {
+		t.Fatalf("an unterminated grammar: %v", err)
+	}
+}
+
+func TestAReusedPrefixIsNotEvaluatedAgain(t *testing.T) {
+	m, err := Open(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c, err := m.NewContext(ContextParams{NCtx: 512, NThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := DefaultEngineParams()
+	if !p.PrefixReuse || p.MaxSequences == 0 {
+		t.Fatalf("defaults: %+v", p)
+	}
+	p.MaxSequences, p.RetainedSequences = 2, 2
+	e, err := c.NewEngineWithParams(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := "Once upon a time there was a little girl named Lily. She liked to play outside in the park " +
+		"with her friends. One day she found a big red ball under a tree and she was very happy"
+	var results []*Completion
+	for _, tail := range []string{" with her dog.", " in the sun."} {
+		id, err := e.Submit(context.Background(), prompt+tail, 8, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Result(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, got)
+		if err := e.Release(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if results[0].ReusedTokens != 0 || results[1].ReusedTokens < 10 || results[1].ReusedTokens >= results[1].PromptTokens {
+		t.Fatalf("reused %d of %d, then %d of %d prompt tokens", results[0].ReusedTokens, results[0].PromptTokens,
+			results[1].ReusedTokens, results[1].PromptTokens)
+	}
+	st, err := e.Stats()
+	if err != nil || st.MaxSequences != 2 || st.Running != 0 || st.Queued != 0 || st.Cached == 0 || st.CellsUsed == 0 {
+		t.Fatalf("stats %+v (%v)", st, err)
+	}
+	p.PrefixReuse = false
+	e.Close()
+	e2, err := c.NewEngineWithParams(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	for i := 0; i < 2; i++ {
+		id, err := e2.Submit(context.Background(), prompt+" with her dog.", 8, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e2.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e2.Result(id); err != nil || got.ReusedTokens != 0 || got.Text != results[0].Text {
+			t.Fatalf("without reuse, run %d: %+v (%v)", i, got, err)
+		}
+		e2.Release(id)
 	}
 }

@@ -253,6 +253,173 @@ pub struct Completion {
     pub finish_reason: FinishReason,
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
+    /// Prompt tokens whose KV entries were reused rather than evaluated.
+    pub reused_tokens: u32,
+    /// One per generated token when the request asked for logprobs, else empty.
+    pub logprobs: Vec<TokenLogprobs>,
+}
+
+/// A token and its natural-log probability under the model's own distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Logprob {
+    pub token: i32,
+    pub logprob: f32,
+}
+
+/// A generated token's logprob and the most likely alternatives, best first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprobs {
+    pub chosen: Logprob,
+    pub top: Vec<Logprob>,
+}
+
+/// One generation: the prompt and how its tokens are picked and stopped. `Request::new(prompt)`
+/// is a greedy completion of the library's default length; set the fields to sample
+/// (`temperature` > 0, with `seed`), stop, ask for logprobs or constrain the output. `samplers`,
+/// when set, is a chain spec (lmrt_sampler_create's syntax) used instead of `temperature` ..
+/// `logit_bias`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub prompt: String,
+    pub max_tokens: i32,
+    pub temperature: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub typical_p: f32,
+    pub repeat_penalty: f32,
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
+    /// (token, bias added to its logit); `f32::NEG_INFINITY` bans the token.
+    pub logit_bias: Vec<(i32, f32)>,
+    pub samplers: Option<String>,
+    /// The sampling seed; `None` draws one.
+    pub seed: Option<u64>,
+    /// Generation ends before the first of these that appears.
+    pub stop: Vec<String>,
+    /// `Some(n)`: each token's logprob and `n` alternatives (0..=20).
+    pub logprobs: Option<u32>,
+    /// llama.cpp's GBNF (start rule `root`): the output follows it.
+    pub grammar: Option<String>,
+    /// JSON Schema text: the output is JSON valid against it.
+    pub json_schema: Option<String>,
+}
+
+impl Request {
+    /// A greedy completion of `prompt` with the library's defaults.
+    pub fn new(prompt: &str) -> Request {
+        // SAFETY: all-zero is valid for the request; _init fills it.
+        let mut r: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer and its size.
+        unsafe {
+            sys::lmrt_generate_request_init_sized(
+                &mut r,
+                std::mem::size_of::<sys::lmrt_generate_request>(),
+            )
+        };
+        Request {
+            prompt: prompt.to_string(),
+            max_tokens: r.max_tokens,
+            temperature: r.temperature,
+            top_k: r.top_k,
+            top_p: r.top_p,
+            min_p: r.min_p,
+            typical_p: r.typical_p,
+            repeat_penalty: r.repeat_penalty,
+            presence_penalty: r.presence_penalty,
+            frequency_penalty: r.frequency_penalty,
+            logit_bias: Vec::new(),
+            samplers: None,
+            seed: None,
+            stop: Vec::new(),
+            logprobs: None,
+            grammar: None,
+            json_schema: None,
+        }
+    }
+}
+
+/// A `Request` laid out for the library: the C struct and the memory its pointers reach, which
+/// lives as long as this value (every call that takes a request copies it before returning).
+struct RawRequest {
+    req: sys::lmrt_generate_request,
+    _strings: Vec<CString>,
+    _stop: Vec<*const c_char>,
+    _bias: Vec<sys::lmrt_logit_bias>,
+}
+
+impl RawRequest {
+    fn new(r: &Request) -> Result<RawRequest> {
+        let c_string = |s: &str, what: &str| {
+            CString::new(s).map_err(|_| {
+                Error::new(
+                    sys::LMRT_ERR_INVALID_ARGUMENT,
+                    format!("{what} contains a NUL byte"),
+                )
+            })
+        };
+        // SAFETY: all-zero is valid for the request; _init fills it.
+        let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer and its size.
+        unsafe {
+            sys::lmrt_generate_request_init_sized(
+                &mut req,
+                std::mem::size_of::<sys::lmrt_generate_request>(),
+            )
+        };
+        let mut strings = Vec::new();
+        let mut keep = |c: CString| {
+            let p = c.as_ptr();
+            strings.push(c);
+            p
+        };
+        req.prompt = r.prompt.as_ptr().cast();
+        req.prompt_len = r.prompt.len();
+        req.max_tokens = r.max_tokens;
+        req.temperature = r.temperature;
+        req.top_k = r.top_k;
+        req.top_p = r.top_p;
+        req.min_p = r.min_p;
+        req.typical_p = r.typical_p;
+        req.repeat_penalty = r.repeat_penalty;
+        req.presence_penalty = r.presence_penalty;
+        req.frequency_penalty = r.frequency_penalty;
+        req.seed = r.seed.unwrap_or(sys::LMRT_SEED_RANDOM);
+        if let Some(spec) = &r.samplers {
+            req.samplers = keep(c_string(spec, "samplers")?);
+        }
+        if let Some(g) = &r.grammar {
+            req.grammar = keep(c_string(g, "grammar")?);
+        }
+        if let Some(js) = &r.json_schema {
+            req.json_schema = keep(c_string(js, "json_schema")?);
+        }
+        let mut stop = Vec::with_capacity(r.stop.len());
+        for s in &r.stop {
+            stop.push(keep(c_string(s, "a stop string")?));
+        }
+        let bias: Vec<_> = r
+            .logit_bias
+            .iter()
+            .map(|&(token, bias)| sys::lmrt_logit_bias { token, bias })
+            .collect();
+        if !stop.is_empty() {
+            req.stop = stop.as_ptr();
+            req.n_stop = stop.len();
+        }
+        if !bias.is_empty() {
+            req.logit_bias = bias.as_ptr();
+            req.n_logit_bias = bias.len() as u32;
+        }
+        req.logprobs = r.logprobs.map_or(-1, |n| n as i32);
+        // The vectors' heap buffers do not move when the vectors move into the struct.
+        Ok(RawRequest {
+            req,
+            _strings: strings,
+            _stop: stop,
+            _bias: bias,
+        })
+    }
 }
 
 /// A generation context on a model: its own KV cache and threads. It borrows the model, so the
@@ -296,7 +463,12 @@ impl<'m> Context<'m> {
         // SAFETY: an all-zero params struct is valid; _init fills it.
         let mut p: sys::lmrt_context_params = unsafe { std::mem::zeroed() };
         // SAFETY: a valid pointer.
-        unsafe { sys::lmrt_context_params_init_sized(&mut p, std::mem::size_of::<sys::lmrt_context_params>()) };
+        unsafe {
+            sys::lmrt_context_params_init_sized(
+                &mut p,
+                std::mem::size_of::<sys::lmrt_context_params>(),
+            )
+        };
         p.n_ctx = params.n_ctx;
         p.n_threads = params.n_threads;
         let mut raw = ptr::null_mut();
@@ -329,34 +501,34 @@ impl<'m> Context<'m> {
 
     /// Greedily completes `prompt`, calling `on_text` with each complete piece of UTF-8 text;
     /// `on_text` returns `ControlFlow::Break(())` to cancel (the result then says `Cancelled`).
-    pub fn generate<F>(
-        &mut self,
-        prompt: &str,
-        max_tokens: i32,
-        mut on_text: F,
-    ) -> Result<Completion>
+    pub fn generate<F>(&mut self, prompt: &str, max_tokens: i32, on_text: F) -> Result<Completion>
     where
         F: FnMut(&str) -> ControlFlow<()>,
     {
-        // SAFETY: all-zero is valid for these structs (integers and NULL pointers).
-        let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
+        let mut r = Request::new(prompt);
+        r.max_tokens = max_tokens;
+        self.generate_request(&r, on_text)
+    }
+
+    /// Runs `request` (sampling, stops, logprobs, a grammar) as `generate` does.
+    pub fn generate_request<F>(&mut self, request: &Request, mut on_text: F) -> Result<Completion>
+    where
+        F: FnMut(&str) -> ControlFlow<()>,
+    {
+        let raw = RawRequest::new(request)?;
+        // SAFETY: all-zero is valid for the result (integers and NULL pointers).
         let mut res: sys::lmrt_generate_result = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid pointer.
-        unsafe { sys::lmrt_generate_request_init_sized(&mut req, std::mem::size_of::<sys::lmrt_generate_request>()) };
-        req.prompt = prompt.as_ptr().cast();
-        req.prompt_len = prompt.len();
-        req.max_tokens = max_tokens;
         res.struct_size = std::mem::size_of::<sys::lmrt_generate_result>() as u32;
         let mut stream = Stream {
             on_text: &mut on_text,
             panic: None,
         };
-        // SAFETY: a live context used by this thread only (&mut self); req.prompt points to
-        // prompt.len() bytes; `stream` outlives the call, which is the only place it is used.
+        // SAFETY: a live context used by this thread only (&mut self); raw's pointers reach memory
+        // it owns; `stream` outlives the call, which is the only place it is used.
         let s = unsafe {
             sys::lmrt_generate(
                 self.raw.as_ptr(),
-                &req,
+                &raw.req,
                 Some(on_token),
                 (&mut stream as *mut Stream<'_>).cast(),
                 &mut res,
@@ -371,8 +543,8 @@ impl<'m> Context<'m> {
                 cstr(sys::lmrt_context_last_error(self.raw.as_ptr()))
             }));
         }
-        // SAFETY: text and tokens are owned by the context and valid until its next generate;
-        // they are copied here, while &mut self is still held.
+        // SAFETY: text, tokens and logprobs are owned by the context and valid until its next
+        // generate; they are copied here, while &mut self is still held.
         Ok(unsafe { completion_from(&res) })
     }
 }
@@ -380,7 +552,8 @@ impl<'m> Context<'m> {
 /// Copies a result's text and tokens out of the library.
 ///
 /// # Safety
-/// res.text and res.tokens must be NULL or point to text_len bytes and completion_tokens ids.
+/// res.text, res.tokens and res.logprobs must be NULL or point to text_len bytes and
+/// completion_tokens ids and entries.
 unsafe fn completion_from(res: &sys::lmrt_generate_result) -> Completion {
     let text = if res.text.is_null() {
         Vec::new()
@@ -398,6 +571,27 @@ unsafe fn completion_from(res: &sys::lmrt_generate_result) -> Completion {
         finish_reason: FinishReason::from_raw(res.finish_reason),
         prompt_tokens: res.prompt_tokens,
         completion_tokens: res.completion_tokens,
+        reused_tokens: res.reused_tokens,
+        logprobs: if res.logprobs.is_null() {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(res.logprobs, res.completion_tokens as usize)
+                .iter()
+                .map(|e| TokenLogprobs {
+                    chosen: Logprob {
+                        token: e.chosen.token,
+                        logprob: e.chosen.logprob,
+                    },
+                    top: e.top[..(e.n_top as usize).min(sys::LMRT_MAX_TOP_LOGPROBS)]
+                        .iter()
+                        .map(|t| Logprob {
+                            token: t.token,
+                            logprob: t.logprob,
+                        })
+                        .collect(),
+                })
+                .collect()
+        },
     }
 }
 
@@ -426,7 +620,12 @@ impl Default for EngineParams {
         // SAFETY: an all-zero params struct is valid; _init fills it.
         let mut p: sys::lmrt_engine_params = unsafe { std::mem::zeroed() };
         // SAFETY: a valid pointer and its size.
-        unsafe { sys::lmrt_engine_params_init_sized(&mut p, std::mem::size_of::<sys::lmrt_engine_params>()) };
+        unsafe {
+            sys::lmrt_engine_params_init_sized(
+                &mut p,
+                std::mem::size_of::<sys::lmrt_engine_params>(),
+            )
+        };
         EngineParams {
             max_sequences: p.max_sequences,
             prefill_chunk: p.prefill_chunk,
@@ -448,7 +647,7 @@ pub struct EngineStats {
     pub cached: u32,
 }
 
-/// Many greedy requests decoded together on one context (lmrt_engine_*): every step is one forward
+/// Many requests decoded together on one context (lmrt_engine_*): every step is one forward
 /// pass over the next token of each, and each gets the tokens `Context::generate` gives it alone.
 /// The engine holds the context's `&mut` borrow, since the context is the engine's while it lives.
 /// It steps on the caller's thread (`step`, `run`) or, between `start` and `stop`, on a thread of
@@ -491,8 +690,16 @@ unsafe extern "C" fn on_engine_token(
 impl<'c> Engine<'c> {
     /// An engine on `ctx` running up to `max_sequences` requests at once (1..=16), prompts fed
     /// `prefill_chunk` tokens per step.
-    pub fn new<'m>(ctx: &'c mut Context<'m>, max_sequences: u32, prefill_chunk: u32) -> Result<Engine<'c>> {
-        let params = EngineParams { max_sequences, prefill_chunk, ..EngineParams::default() };
+    pub fn new<'m>(
+        ctx: &'c mut Context<'m>,
+        max_sequences: u32,
+        prefill_chunk: u32,
+    ) -> Result<Engine<'c>> {
+        let params = EngineParams {
+            max_sequences,
+            prefill_chunk,
+            ..EngineParams::default()
+        };
         Engine::with_params(ctx, &params)
     }
 
@@ -501,7 +708,12 @@ impl<'c> Engine<'c> {
         // SAFETY: an all-zero params struct is valid; _init fills it.
         let mut p: sys::lmrt_engine_params = unsafe { std::mem::zeroed() };
         // SAFETY: a valid pointer.
-        unsafe { sys::lmrt_engine_params_init_sized(&mut p, std::mem::size_of::<sys::lmrt_engine_params>()) };
+        unsafe {
+            sys::lmrt_engine_params_init_sized(
+                &mut p,
+                std::mem::size_of::<sys::lmrt_engine_params>(),
+            )
+        };
         p.max_sequences = params.max_sequences;
         p.prefill_chunk = params.prefill_chunk;
         p.prefix_reuse = u32::from(params.prefix_reuse);
@@ -509,19 +721,30 @@ impl<'c> Engine<'c> {
         let mut raw = ptr::null_mut();
         let mut err = [0 as c_char; 512];
         // SAFETY: a live context, borrowed mutably for the engine's life; buffers of their sizes.
-        let s = unsafe { sys::lmrt_engine_create(ctx.raw.as_ptr(), &p, &mut raw, err.as_mut_ptr(), err.len()) };
+        let s = unsafe {
+            sys::lmrt_engine_create(ctx.raw.as_ptr(), &p, &mut raw, err.as_mut_ptr(), err.len())
+        };
         if s != sys::LMRT_OK {
             return Err(Error::new(s, message_from(&err)));
         }
         let raw = NonNull::new(raw).ok_or_else(|| {
-            Error::new(sys::LMRT_ERR_INVALID_ARGUMENT, "lmrt_engine_create returned no engine".into())
+            Error::new(
+                sys::LMRT_ERR_INVALID_ARGUMENT,
+                "lmrt_engine_create returned no engine".into(),
+            )
         })?;
-        Ok(Engine { raw, streams: std::collections::HashMap::new(), _ctx: PhantomData })
+        Ok(Engine {
+            raw,
+            streams: std::collections::HashMap::new(),
+            _ctx: PhantomData,
+        })
     }
 
     fn last_error(&self, s: sys::lmrt_status) -> Error {
         // SAFETY: a live engine; the message is copied at once.
-        Error::new(s, unsafe { cstr(sys::lmrt_engine_last_error(self.raw.as_ptr())) })
+        Error::new(s, unsafe {
+            cstr(sys::lmrt_engine_last_error(self.raw.as_ptr()))
+        })
     }
 
     /// Queues a greedy completion of `prompt`; `on_text` receives its pieces of text during
@@ -530,21 +753,29 @@ impl<'c> Engine<'c> {
     where
         F: FnMut(&str) -> ControlFlow<()> + Send + 'c,
     {
-        // SAFETY: all-zero is valid for the request (integers and NULL pointers); _init fills it.
-        let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid pointer.
-        unsafe { sys::lmrt_generate_request_init_sized(&mut req, std::mem::size_of::<sys::lmrt_generate_request>()) };
-        req.prompt = prompt.as_ptr().cast();
-        req.prompt_len = prompt.len();
-        req.max_tokens = max_tokens;
-        let mut stream = Box::new(EngineStream { on_text: Box::new(on_text), panic: None });
+        let mut r = Request::new(prompt);
+        r.max_tokens = max_tokens;
+        self.submit_request(&r, on_text)
+    }
+
+    /// Queues `request` (its own sampling, seed, stops, logprobs, grammar) as `submit` does; a
+    /// seeded request gets the tokens `Context::generate_request` gives it alone.
+    pub fn submit_request<F>(&mut self, request: &Request, on_text: F) -> Result<u64>
+    where
+        F: FnMut(&str) -> ControlFlow<()> + Send + 'c,
+    {
+        let raw = RawRequest::new(request)?;
+        let mut stream = Box::new(EngineStream {
+            on_text: Box::new(on_text),
+            panic: None,
+        });
         let mut id = 0u64;
-        // SAFETY: a live engine; the prompt is read before the call returns; the boxed stream is
+        // SAFETY: a live engine; the request is read before the call returns; the boxed stream is
         // kept in self.streams (so at the same address) for as long as the engine may call it.
         let s = unsafe {
             sys::lmrt_engine_submit(
                 self.raw.as_ptr(),
-                &req,
+                &raw.req,
                 Some(on_engine_token),
                 (&mut *stream as *mut EngineStream<'c>).cast(),
                 &mut id,

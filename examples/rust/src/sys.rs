@@ -104,6 +104,60 @@ pub struct lmrt_generate_request {
     pub prompt_len: usize,
     pub add_bos: u32,
     pub parse_special: u32,
+    pub sampler: *const c_void,
+    pub samplers: *const c_char,
+    pub seed: u64,
+    pub temperature: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub typical_p: f32,
+    pub repeat_penalty: f32,
+    pub repeat_last_n: i32,
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
+    pub n_logit_bias: u32,
+    pub logit_bias: *const lmrt_logit_bias,
+    pub stop: *const *const c_char,
+    pub n_stop: usize,
+    pub logprobs: i32,
+    pub context_shift: u32,
+    pub n_keep: u32,
+    pub n_beams: u32,
+    pub length_penalty: f32,
+    pub cache: *mut c_void,
+    pub plugins: *const c_void,
+    pub stop_criteria: *const *const c_char,
+    pub n_stop_criteria: usize,
+    pub prompt_tokens: *const i32,
+    pub n_prompt_tokens: usize,
+    pub grammar: *const c_char,
+    pub json_schema: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct lmrt_logit_bias {
+    pub token: i32,
+    pub bias: f32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct lmrt_logprob {
+    pub token: i32,
+    pub logprob: f32,
+}
+
+pub const LMRT_MAX_TOP_LOGPROBS: usize = 20;
+pub const LMRT_SEED_RANDOM: u64 = u64::MAX;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct lmrt_token_logprobs {
+    pub chosen: lmrt_logprob,
+    pub n_top: u32,
+    pub top: [lmrt_logprob; LMRT_MAX_TOP_LOGPROBS],
 }
 
 #[repr(C)]
@@ -123,6 +177,7 @@ pub struct lmrt_generate_result {
     pub ttft_ms: f64,
     pub prefill_tokens_per_s: f64,
     pub decode_tokens_per_s: f64,
+    pub logprobs: *const lmrt_token_logprobs,
 }
 
 #[repr(C)]
@@ -164,7 +219,10 @@ extern "C" {
     pub fn lmrt_finish_reason_str(reason: u32) -> *const c_char;
 
     // The header's lmrt_model_params_init(p) is an inline wrapper of this with sizeof *p.
-    pub fn lmrt_model_params_init_sized(params: *mut lmrt_model_params, struct_size: usize) -> lmrt_status;
+    pub fn lmrt_model_params_init_sized(
+        params: *mut lmrt_model_params,
+        struct_size: usize,
+    ) -> lmrt_status;
     pub fn lmrt_model_open(
         path: *const c_char,
         params: *const lmrt_model_params,
@@ -187,7 +245,10 @@ extern "C" {
     ) -> lmrt_status;
 
     // The header's lmrt_context_params_init(p) is an inline wrapper of this with sizeof *p.
-    pub fn lmrt_context_params_init_sized(params: *mut lmrt_context_params, struct_size: usize) -> lmrt_status;
+    pub fn lmrt_context_params_init_sized(
+        params: *mut lmrt_context_params,
+        struct_size: usize,
+    ) -> lmrt_status;
     pub fn lmrt_context_create(
         model: *mut lmrt_model,
         params: *const lmrt_context_params,
@@ -199,7 +260,10 @@ extern "C" {
     pub fn lmrt_context_last_error(ctx: *const lmrt_context) -> *const c_char;
 
     // The header's lmrt_generate_request_init(p) is an inline wrapper of this with sizeof *p.
-    pub fn lmrt_generate_request_init_sized(request: *mut lmrt_generate_request, struct_size: usize) -> lmrt_status;
+    pub fn lmrt_generate_request_init_sized(
+        request: *mut lmrt_generate_request,
+        struct_size: usize,
+    ) -> lmrt_status;
     pub fn lmrt_generate(
         ctx: *mut lmrt_context,
         request: *const lmrt_generate_request,
@@ -209,7 +273,10 @@ extern "C" {
     ) -> lmrt_status;
 
     // The header's lmrt_engine_params_init(p) is an inline wrapper of this with sizeof *p.
-    pub fn lmrt_engine_params_init_sized(params: *mut lmrt_engine_params, struct_size: usize) -> lmrt_status;
+    pub fn lmrt_engine_params_init_sized(
+        params: *mut lmrt_engine_params,
+        struct_size: usize,
+    ) -> lmrt_status;
     pub fn lmrt_engine_create(
         ctx: *mut lmrt_context,
         params: *const lmrt_engine_params,
@@ -243,5 +310,8 @@ extern "C" {
         timeout_ms: i64,
         finished: *mut c_int,
     ) -> lmrt_status;
-    pub fn lmrt_engine_get_stats(engine: *mut lmrt_engine, stats: *mut lmrt_engine_stats) -> lmrt_status;
+    pub fn lmrt_engine_get_stats(
+        engine: *mut lmrt_engine,
+        stats: *mut lmrt_engine_stats,
+    ) -> lmrt_status;
 }

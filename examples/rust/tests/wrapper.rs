@@ -135,7 +135,11 @@ fn an_engine_runs_requests_together_with_the_tokens_each_gets_alone() {
         n_ctx: 256,
         n_threads: 1,
     };
-    let prompts = [("Once upon a time", 24), ("The little dog", 16), ("Lily", 30)];
+    let prompts = [
+        ("Once upon a time", 24),
+        ("The little dog", 16),
+        ("Lily", 30),
+    ];
     let alone: Vec<lmrt::Completion> = prompts
         .iter()
         .map(|(p, n)| {
@@ -201,7 +205,11 @@ fn a_started_engine_steps_on_its_own_thread_and_wait_blocks_until_a_request_fini
         n_ctx: 256,
         n_threads: 1,
     };
-    let prompts = [("Once upon a time", 24), ("The little dog", 16), ("Lily", 30)];
+    let prompts = [
+        ("Once upon a time", 24),
+        ("The little dog", 16),
+        ("Lily", 30),
+    ];
     let alone: Vec<lmrt::Completion> = prompts
         .iter()
         .map(|(p, n)| {
@@ -220,7 +228,10 @@ fn a_started_engine_steps_on_its_own_thread_and_wait_blocks_until_a_request_fini
     assert_eq!((stats.queued, stats.running), (0, 0));
     engine.start().unwrap();
     assert!(engine.stats().unwrap().started);
-    assert!(engine.step().is_err(), "a started engine refuses to step on the caller's thread");
+    assert!(
+        engine.step().is_err(),
+        "a started engine refuses to step on the caller's thread"
+    );
     let mut ids = Vec::new();
     for (p, n) in prompts {
         let seen = &engine_thread;
@@ -247,8 +258,14 @@ fn a_started_engine_steps_on_its_own_thread_and_wait_blocks_until_a_request_fini
     assert_eq!((stats.queued, stats.running), (0, 0));
     let threads = engine_thread.lock().unwrap().clone();
     assert!(!threads.is_empty());
-    assert!(threads.iter().all(|t| *t != std::thread::current().id()), "the closures ran on the engine's thread");
-    let err = engine.wait(9999, Some(std::time::Duration::ZERO)).err().expect("an unknown id is refused");
+    assert!(
+        threads.iter().all(|t| *t != std::thread::current().id()),
+        "the closures ran on the engine's thread"
+    );
+    let err = engine
+        .wait(9999, Some(std::time::Duration::ZERO))
+        .err()
+        .expect("an unknown id is refused");
     assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
 }
 
@@ -261,7 +278,12 @@ fn engine_params_keep_or_drop_finished_prefixes() {
     };
     let defaults = lmrt::EngineParams::default();
     assert_eq!(
-        (defaults.max_sequences, defaults.prefill_chunk, defaults.prefix_reuse, defaults.retained_sequences),
+        (
+            defaults.max_sequences,
+            defaults.prefill_chunk,
+            defaults.prefix_reuse,
+            defaults.retained_sequences
+        ),
         (4, 64, true, 4)
     );
     for (reuse, retained) in [(true, 4), (false, 0)] {
@@ -274,7 +296,9 @@ fn engine_params_keep_or_drop_finished_prefixes() {
         let mut engine = lmrt::Engine::with_params(&mut ctx, &p).unwrap();
         let mut texts = Vec::new();
         for _ in 0..2 {
-            let id = engine.submit("Once upon a time", 12, |_| ControlFlow::Continue(())).unwrap();
+            let id = engine
+                .submit("Once upon a time", 12, |_| ControlFlow::Continue(()))
+                .unwrap();
             engine.run().unwrap();
             texts.push(engine.result(id).unwrap().text);
             engine.release(id).unwrap();
@@ -283,13 +307,159 @@ fn engine_params_keep_or_drop_finished_prefixes() {
         let stats = engine.stats().unwrap();
         // Kept: the finished sequence stays in the arena as a prefix; dropped: its cells go back.
         assert_eq!(stats.cached > 0, reuse, "prefix_reuse {reuse}: {stats:?}");
-        assert_eq!(stats.cells_used > 0, reuse, "prefix_reuse {reuse}: {stats:?}");
+        assert_eq!(
+            stats.cells_used > 0,
+            reuse,
+            "prefix_reuse {reuse}: {stats:?}"
+        );
     }
     let mut ctx = lmrt::Context::new(&model, params).unwrap();
     let bad = lmrt::EngineParams {
         retained_sequences: 17,
         ..defaults
     };
-    let err = lmrt::Engine::with_params(&mut ctx, &bad).err().expect("17 retained sequences are refused");
+    let err = lmrt::Engine::with_params(&mut ctx, &bad)
+        .err()
+        .expect("17 retained sequences are refused");
+    assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
+}
+
+fn sampled(prompt: &str, seed: u64) -> lmrt::Request {
+    let mut r = lmrt::Request::new(prompt);
+    r.max_tokens = 32;
+    r.temperature = 0.9;
+    r.top_k = 40;
+    r.top_p = 0.95;
+    r.repeat_penalty = 1.1;
+    r.seed = Some(seed);
+    r
+}
+
+#[test]
+fn seeded_requests_in_an_engine_get_the_tokens_and_logprobs_they_get_alone() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let mut reqs = vec![
+        sampled("Once upon a time", 7),
+        sampled("Once upon a time", 8),
+        sampled("The little dog", 7),
+    ];
+    reqs[2].logprobs = Some(2);
+    let alone: Vec<_> = reqs
+        .iter()
+        .map(|r| {
+            let mut ctx = lmrt::Context::new(
+                &model,
+                lmrt::ContextParams {
+                    n_ctx: 256,
+                    n_threads: 1,
+                },
+            )
+            .unwrap();
+            ctx.generate_request(r, |_| ControlFlow::Continue(()))
+                .unwrap()
+        })
+        .collect();
+    assert_ne!(
+        alone[0].text, alone[1].text,
+        "seeds 7 and 8 gave the same text: the seed is not used"
+    );
+    assert_eq!(alone[2].logprobs.len(), alone[2].tokens.len());
+    assert!(alone[0].logprobs.is_empty());
+    let mut ctx = lmrt::Context::new(
+        &model,
+        lmrt::ContextParams {
+            n_ctx: 256,
+            n_threads: 2,
+        },
+    )
+    .unwrap();
+    let mut engine = lmrt::Engine::new(&mut ctx, 4, 8).unwrap();
+    let ids: Vec<_> = reqs
+        .iter()
+        .map(|r| {
+            engine
+                .submit_request(r, |_| ControlFlow::Continue(()))
+                .unwrap()
+        })
+        .collect();
+    engine.run().unwrap();
+    for (i, id) in ids.into_iter().enumerate() {
+        let got = engine.result(id).unwrap();
+        assert_eq!(got.tokens, alone[i].tokens, "request {i}");
+        assert_eq!(got.text, alone[i].text, "request {i}");
+        assert_eq!(got.logprobs, alone[i].logprobs, "request {i}");
+    }
+}
+
+#[test]
+fn logprobs_stops_and_grammars_shape_a_completion() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let mut ctx = lmrt::Context::new(
+        &model,
+        lmrt::ContextParams {
+            n_ctx: 256,
+            n_threads: 1,
+        },
+    )
+    .unwrap();
+    let mut r = lmrt::Request::new("Once upon a time");
+    r.max_tokens = 48;
+    r.logprobs = Some(3);
+    let full = ctx
+        .generate_request(&r, |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!(full.logprobs.len(), full.tokens.len());
+    for (lp, &tok) in full.logprobs.iter().zip(&full.tokens) {
+        // Greedy: the chosen token is the most likely one; the alternatives come best first.
+        assert_eq!(lp.chosen.token, tok);
+        assert_eq!(lp.top.len(), 3);
+        assert_eq!(lp.top[0], lp.chosen);
+        assert!(
+            lp.chosen.logprob <= 0.0
+                && lp.top[1].logprob <= lp.top[0].logprob
+                && lp.top[2].logprob <= lp.top[1].logprob
+        );
+    }
+    // A stop string: the completion ends just before it.
+    let words: Vec<_> = full.text.split_whitespace().collect();
+    assert!(words.len() >= 6, "too short: {:?}", full.text);
+    let stop = format!(" {}", words[4]);
+    let at = full.text.find(&stop).unwrap();
+    r.logprobs = None;
+    r.stop = vec!["never appears".into(), stop.clone()];
+    let stopped = ctx
+        .generate_request(&r, |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!(stopped.finish_reason, lmrt::FinishReason::Stop);
+    assert_eq!(stopped.text, full.text[..at], "stop {stop:?}");
+    // JSON Schema (the test model's 2,048-token vocabulary has no "{" or "[": an integer).
+    for seed in 1..=3 {
+        let mut j = sampled("Once upon a time", seed);
+        j.json_schema = Some(r#"{"type": "integer", "minimum": 10, "maximum": 99}"#.into());
+        let done = ctx
+            .generate_request(&j, |_| ControlFlow::Continue(()))
+            .unwrap();
+        let n: i64 = done
+            .text
+            .parse()
+            .unwrap_or_else(|_| panic!("seed {seed}: {:?} is not an integer", done.text));
+        assert!(
+            (10..=99).contains(&n) && done.finish_reason == lmrt::FinishReason::Eos,
+            "seed {seed}: {done:?}"
+        );
+    }
+    let mut bad = lmrt::Request::new("Hi");
+    bad.grammar = Some("root ::= (\"a\"".into());
+    let err = ctx
+        .generate_request(&bad, |_| ControlFlow::Continue(()))
+        .err()
+        .expect("an unterminated grammar");
+    assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
+    bad.grammar = None;
+    bad.stop = vec!["a\0b".into()];
+    let err = ctx
+        .generate_request(&bad, |_| ControlFlow::Continue(()))
+        .err()
+        .expect("a NUL in a stop string");
     assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
 }
