@@ -20,6 +20,27 @@ func modelPath(t *testing.T) string {
 	return p
 }
 
+// openEngine creates a context of nCtx cells and an engine on it; closeAll closes both.
+func openEngine(t *testing.T, m *Model, nCtx, nThreads uint32, p EngineParams) (e *Engine, closeAll func()) {
+	t.Helper()
+	c, err := m.NewContext(ContextParams{NCtx: nCtx, NThreads: nThreads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err = c.NewEngineWithParams(p); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return e, func() { e.Close(); c.Close() }
+}
+
+// engineParams is the library's defaults with maxSequences and prefillChunk.
+func engineParams(maxSequences, prefillChunk uint32) EngineParams {
+	p := DefaultEngineParams()
+	p.MaxSequences, p.PrefillChunk = maxSequences, prefillChunk
+	return p
+}
+
 func TestEveryPublicStructHasTheReleasedLayout(t *testing.T) {
 	n, err := CheckLayout()
 	if err != nil {
@@ -179,16 +200,8 @@ func TestAnEngineGivesEveryRequestTheTokensItGetsAlone(t *testing.T) {
 		}
 		alone = append(alone, done)
 	}
-	c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.NewEngine(4, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, closeAll := openEngine(t, m, 256, 1, engineParams(4, 4))
+	defer closeAll()
 	streamed := make([]strings.Builder, len(prompts))
 	var ids []uint64
 	for i, p := range prompts {
@@ -261,16 +274,8 @@ func TestAStartedEngineServesGoroutines(t *testing.T) {
 		}
 		alone = append(alone, done)
 	}
-	c, err := m.NewContext(ContextParams{NCtx: 512, NThreads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.NewEngine(2, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, closeAll := openEngine(t, m, 512, 1, engineParams(2, 4))
+	defer closeAll()
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -344,16 +349,8 @@ func TestSeededRequestsInAnEngineGetTheTokensTheyGetAlone(t *testing.T) {
 	if alone[0].Text == alone[1].Text {
 		t.Fatalf("seeds 7 and 8 gave the same text %q: the seed is not used", alone[0].Text)
 	}
-	c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	e, err := c.NewEngine(4, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, closeAll := openEngine(t, m, 256, 2, engineParams(4, 8))
+	defer closeAll()
 	var ids []uint64
 	for _, r := range reqs {
 		id, err := e.SubmitRequest(context.Background(), r, nil)
@@ -466,21 +463,13 @@ func TestAReusedPrefixIsNotEvaluatedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	c, err := m.NewContext(ContextParams{NCtx: 512, NThreads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	p := DefaultEngineParams()
 	if !p.PrefixReuse || p.MaxSequences == 0 {
 		t.Fatalf("defaults: %+v", p)
 	}
 	p.MaxSequences, p.RetainedSequences = 2, 2
-	e, err := c.NewEngineWithParams(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, closeAll := openEngine(t, m, 512, 1, p)
+	defer closeAll()
 	prompt := "Once upon a time there was a little girl named Lily. She liked to play outside in the park " +
 		"with her friends. One day she found a big red ball under a tree and she was very happy"
 	var results []*Completion
@@ -510,12 +499,8 @@ func TestAReusedPrefixIsNotEvaluatedAgain(t *testing.T) {
 		t.Fatalf("stats %+v (%v)", st, err)
 	}
 	p.PrefixReuse = false
-	e.Close()
-	e2, err := c.NewEngineWithParams(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e2.Close()
+	e2, closeAll2 := openEngine(t, m, 512, 1, p)
+	defer closeAll2()
 	for i := 0; i < 2; i++ {
 		id, err := e2.Submit(context.Background(), prompt+" with her dog.", 8, nil)
 		if err != nil {

@@ -6,6 +6,11 @@ fn model_path() -> String {
     std::env::var("LMRT_MODEL").expect("set LMRT_MODEL to a GGUF model file to run these tests")
 }
 
+/// A context of `n_ctx` cells and `n_threads` threads on `model`.
+fn context(model: &lmrt::Model, n_ctx: u32, n_threads: u32) -> lmrt::Context<'_> {
+    lmrt::Context::new(model, lmrt::ContextParams { n_ctx, n_threads }).unwrap()
+}
+
 #[test]
 fn a_missing_file_is_an_io_error_with_its_name() {
     let err = lmrt::Model::open("/nonexistent/model.gguf")
@@ -19,14 +24,7 @@ fn a_missing_file_is_an_io_error_with_its_name() {
 fn streamed_pieces_add_up_to_the_completion() {
     let model = lmrt::Model::open(model_path()).unwrap();
     assert_eq!(model.info().unwrap().architecture, "llama");
-    let mut ctx = lmrt::Context::new(
-        &model,
-        lmrt::ContextParams {
-            n_ctx: 128,
-            n_threads: 1,
-        },
-    )
-    .unwrap();
+    let mut ctx = context(&model, 128, 1);
     let mut streamed = String::new();
     let done = ctx
         .generate("Once upon a time", 24, |piece| {
@@ -46,14 +44,7 @@ fn streamed_pieces_add_up_to_the_completion() {
 #[test]
 fn breaking_from_the_closure_cancels() {
     let model = lmrt::Model::open(model_path()).unwrap();
-    let mut ctx = lmrt::Context::new(
-        &model,
-        lmrt::ContextParams {
-            n_ctx: 128,
-            n_threads: 1,
-        },
-    )
-    .unwrap();
+    let mut ctx = context(&model, 128, 1);
     let mut pieces = 0;
     let done = ctx
         .generate("Once upon a time", 64, |_| {
@@ -72,14 +63,7 @@ fn breaking_from_the_closure_cancels() {
 #[test]
 fn a_panic_in_the_closure_reaches_the_caller() {
     let model = lmrt::Model::open(model_path()).unwrap();
-    let mut ctx = lmrt::Context::new(
-        &model,
-        lmrt::ContextParams {
-            n_ctx: 128,
-            n_threads: 1,
-        },
-    )
-    .unwrap();
+    let mut ctx = context(&model, 128, 1);
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         ctx.generate("Once upon a time", 8, |_| panic!("stop here"))
             .ok();
@@ -94,28 +78,14 @@ fn a_panic_in_the_closure_reaches_the_caller() {
 #[test]
 fn a_model_is_shared_by_threads_each_with_its_own_context() {
     let model = lmrt::Model::open(model_path()).unwrap();
-    let alone = lmrt::Context::new(
-        &model,
-        lmrt::ContextParams {
-            n_ctx: 128,
-            n_threads: 1,
-        },
-    )
-    .unwrap()
-    .generate("The little dog", 24, |_| ControlFlow::Continue(()))
-    .unwrap();
+    let alone = context(&model, 128, 1)
+        .generate("The little dog", 24, |_| ControlFlow::Continue(()))
+        .unwrap();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
-                    let mut ctx = lmrt::Context::new(
-                        &model,
-                        lmrt::ContextParams {
-                            n_ctx: 128,
-                            n_threads: 1,
-                        },
-                    )
-                    .unwrap();
+                    let mut ctx = context(&model, 128, 1);
                     ctx.generate("The little dog", 24, |_| ControlFlow::Continue(()))
                         .unwrap()
                         .text
@@ -347,14 +317,7 @@ fn seeded_requests_in_an_engine_get_the_tokens_and_logprobs_they_get_alone() {
     let alone: Vec<_> = reqs
         .iter()
         .map(|r| {
-            let mut ctx = lmrt::Context::new(
-                &model,
-                lmrt::ContextParams {
-                    n_ctx: 256,
-                    n_threads: 1,
-                },
-            )
-            .unwrap();
+            let mut ctx = context(&model, 256, 1);
             ctx.generate_request(r, |_| ControlFlow::Continue(()))
                 .unwrap()
         })
@@ -365,14 +328,7 @@ fn seeded_requests_in_an_engine_get_the_tokens_and_logprobs_they_get_alone() {
     );
     assert_eq!(alone[2].logprobs.len(), alone[2].tokens.len());
     assert!(alone[0].logprobs.is_empty());
-    let mut ctx = lmrt::Context::new(
-        &model,
-        lmrt::ContextParams {
-            n_ctx: 256,
-            n_threads: 2,
-        },
-    )
-    .unwrap();
+    let mut ctx = context(&model, 256, 2);
     let mut engine = lmrt::Engine::new(&mut ctx, 4, 8).unwrap();
     let ids: Vec<_> = reqs
         .iter()
@@ -394,14 +350,7 @@ fn seeded_requests_in_an_engine_get_the_tokens_and_logprobs_they_get_alone() {
 #[test]
 fn logprobs_stops_and_grammars_shape_a_completion() {
     let model = lmrt::Model::open(model_path()).unwrap();
-    let mut ctx = lmrt::Context::new(
-        &model,
-        lmrt::ContextParams {
-            n_ctx: 256,
-            n_threads: 1,
-        },
-    )
-    .unwrap();
+    let mut ctx = context(&model, 256, 1);
     let mut r = lmrt::Request::new("Once upon a time");
     r.max_tokens = 48;
     r.logprobs = Some(3);
