@@ -34,6 +34,21 @@ func openEngine(t *testing.T, m *Model, nCtx, nThreads uint32, p EngineParams) (
 	return e, func() { e.Close(); c.Close() }
 }
 
+// generateAlone runs r on a fresh 256-cell, 1-thread context of m: what a request gets alone.
+func generateAlone(t *testing.T, m *Model, r *Request) *Completion {
+	t.Helper()
+	c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done, err := c.GenerateRequest(context.Background(), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
 // engineParams is the library's defaults with maxSequences and prefillChunk.
 func engineParams(maxSequences, prefillChunk uint32) EngineParams {
 	p := DefaultEngineParams()
@@ -189,16 +204,7 @@ func TestAnEngineGivesEveryRequestTheTokensItGetsAlone(t *testing.T) {
 	lengths := []int{24, 16, 30}
 	var alone []*Completion
 	for i, p := range prompts {
-		c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done, err := c.Generate(context.Background(), p, lengths[i], nil)
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		alone = append(alone, done)
+		alone = append(alone, generateAlone(t, m, &Request{Prompt: p, MaxTokens: lengths[i]}))
 	}
 	e, closeAll := openEngine(t, m, 256, 1, engineParams(4, 4))
 	defer closeAll()
@@ -263,16 +269,7 @@ func TestAStartedEngineServesGoroutines(t *testing.T) {
 	prompts := []string{"Once upon a time", "The little dog", "Lily", "Tom"}
 	var alone []*Completion
 	for _, p := range prompts {
-		c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done, err := c.Generate(context.Background(), p, 24, nil)
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		alone = append(alone, done)
+		alone = append(alone, generateAlone(t, m, &Request{Prompt: p, MaxTokens: 24}))
 	}
 	e, closeAll := openEngine(t, m, 512, 1, engineParams(2, 4))
 	defer closeAll()
@@ -335,16 +332,7 @@ func TestSeededRequestsInAnEngineGetTheTokensTheyGetAlone(t *testing.T) {
 	reqs[2].Logprobs, reqs[2].TopLogprobs = true, 2
 	var alone []*Completion
 	for _, r := range reqs {
-		c, err := m.NewContext(ContextParams{NCtx: 256, NThreads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done, err := c.GenerateRequest(context.Background(), r, nil)
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		alone = append(alone, done)
+		alone = append(alone, generateAlone(t, m, r))
 	}
 	if alone[0].Text == alone[1].Text {
 		t.Fatalf("seeds 7 and 8 gave the same text %q: the seed is not used", alone[0].Text)
