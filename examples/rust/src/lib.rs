@@ -305,18 +305,24 @@ pub struct Request {
     pub json_schema: Option<String>,
 }
 
+/// A request struct holding the library's defaults (lmrt_generate_request_init).
+fn default_request() -> sys::lmrt_generate_request {
+    // SAFETY: all-zero is valid for the request; _init fills it.
+    let mut r: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer and its size.
+    unsafe {
+        sys::lmrt_generate_request_init_sized(
+            &mut r,
+            std::mem::size_of::<sys::lmrt_generate_request>(),
+        )
+    };
+    r
+}
+
 impl Request {
     /// A greedy completion of `prompt` with the library's defaults.
     pub fn new(prompt: &str) -> Request {
-        // SAFETY: all-zero is valid for the request; _init fills it.
-        let mut r: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid pointer and its size.
-        unsafe {
-            sys::lmrt_generate_request_init_sized(
-                &mut r,
-                std::mem::size_of::<sys::lmrt_generate_request>(),
-            )
-        };
+        let r = default_request();
         Request {
             prompt: prompt.to_string(),
             max_tokens: r.max_tokens,
@@ -358,15 +364,7 @@ impl RawRequest {
                 )
             })
         };
-        // SAFETY: all-zero is valid for the request; _init fills it.
-        let mut req: sys::lmrt_generate_request = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid pointer and its size.
-        unsafe {
-            sys::lmrt_generate_request_init_sized(
-                &mut req,
-                std::mem::size_of::<sys::lmrt_generate_request>(),
-            )
-        };
+        let mut req = default_request();
         let mut strings = Vec::new();
         let mut keep = |c: CString| {
             let p = c.as_ptr();
