@@ -1,7 +1,10 @@
 // Q4_Kx8 / Q6_Kx8 (formats/k_quants_x8.h) through a standard-layout kernel: each group of 8 rows is turned
 // back into standard rows on the stack, a slab of super-blocks at a time, and handed to the ISA's Q4_K or
 // Q6_K matmul. The scalar table's reference for the x8 types, and the prefill path of tables whose own x8
-// kernels serve small batches only (the copy is small next to a prefill tile's arithmetic).
+// kernels serve small batches only (the copy is small next to a prefill tile's arithmetic). With kResume (a
+// matmul that carries each (row, token)'s sum on from the value in Y) the slabs after the first continue the
+// chains the first started, so the result has the bits of one pass over the whole rows; without it each slab's
+// sums are added to Y.
 //
 // Included by each ISA's kernel file; the anonymous namespace gives every file its own copy, so code
 // compiled for different ISAs is never merged at link time.
@@ -16,7 +19,7 @@
 namespace lmrt::simd {
 namespace {
 
-template <TensorType kStandard, MatmulFn kMatmul>
+template <TensorType kStandard, MatmulFn kMatmul, MatmulFn kResume = nullptr>
 void matmul_kx8_via_standard(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
                              size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
   constexpr size_t kBlockBytes = kStandard == TensorType::q4_k ? 144 : 210;
@@ -39,8 +42,9 @@ void matmul_kx8_via_standard(const void* w, size_t w_row_bytes, const void* x, s
           deinterleave_kx8_group(kStandard, wb + (p0 + g * kKx8Rows) * w_row_bytes, b0, sb,
                                  rows + g * kKx8Rows * sb * kBlockBytes);
         const uint8_t* xs = xb + t0 * x_row_bytes + b0 * sizeof(BlockQ8_K);
-        if (b0 == 0) {
-          kMatmul(rows, sb * kBlockBytes, xs, x_row_bytes, sb * kQK, nt, 0, pr, yp + t0 * ldy, ldy);
+        if (b0 == 0 || kResume != nullptr) {
+          (b0 == 0 ? kMatmul : kResume)(rows, sb * kBlockBytes, xs, x_row_bytes, sb * kQK, nt, 0, pr, yp + t0 * ldy,
+                                        ldy);
           continue;
         }
         kMatmul(rows, sb * kBlockBytes, xs, x_row_bytes, sb * kQK, nt, 0, pr, part, kPassRows);

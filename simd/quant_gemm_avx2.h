@@ -5,8 +5,10 @@
 // transposed so that 32-bit lane r of a register holds 4 consecutive codes of row r. A token then costs, per
 // 4 codes of 8 rows, one maddubs against its activation dword broadcast and one 16-bit add: the products of
 // as many dwords as cannot overflow 16 bits (kMaxCode) are summed before one madd with the rows' 16-bit
-// scales, so the super-block's sum stays exact in 32 bits; then the bias pairs against the bsums, one convert
-// and FMA with d times the activation's d.
+// scales, so the super-block's sum stays exact in 32 bits; then the bias pairs against the bsums, one or two
+// converts and FMAs with d (and the bias's own scale) times the activation's d. Each (row, token) is one FMA
+// chain over the super-blocks in order (slabs carry on from what the earlier ones stored): the arithmetic of
+// SuperTiles, so a token gets the same bits alone and in any batch.
 //
 // Include only inside the anonymous namespace of quant_kernels_avx2.cpp, after quant_kernels_x86.h and
 // transpose_avx2.h.
@@ -50,7 +52,7 @@ struct Ops {
         _mm_store_si128(reinterpret_cast<__m128i*>(scales[r] + 8), _mm256_castsi256_si128(u.sc[1]));
         _mm256_store_si256(reinterpret_cast<__m256i*>(bias[r]), u.bias);
         d[r] = u.d;
-        dbias[r] = W::kBiasOwnScale ? u.dbias : u.d;
+        dbias[r] = u.dbias;
       }
       const uint8_t *cp[kRows], *sp[kRows], *bp[kRows];
       for (size_t r = 0; r < kRows; ++r) {
@@ -77,7 +79,8 @@ struct Ops {
   }
 
   // Y[t * ldy + r'] for the slab's rows (the first n_rows) and T tokens whose Q8_K rows start at x (advanced to
-  // the slab's first super-block), `x_row_bytes` apart. The first slab stores, later ones add.
+  // the slab's first super-block), `x_row_bytes` apart. The first slab starts each sum at zero, later ones carry on
+  // from what the earlier ones stored.
   template <class W, int T>
   static void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
                    int n_rows) {
@@ -87,11 +90,9 @@ struct Ops {
     static_assert(kRun >= 1 && kDwords % kRun == 0);
     const BlockQ8_K* xt[T];
     __m256 acc[T];
+    slab_gemm::resume_rows<T>(acc, first, y, ldy, n_rows);
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
-      acc[t] = _mm256_setzero_ps();
-    }
+    for (int t = 0; t < T; ++t) xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
     for (size_t b = 0; b < nbs; ++b) {
       __m256i tot[T], s16[T];
 #pragma GCC unroll 8
@@ -128,14 +129,13 @@ struct Ops {
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m256 xd = _mm256_set1_ps(xt[t][b].d);
+        if constexpr (!W::kBiasOwnScale) tot[t] = _mm256_add_epi32(tot[t], s16[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(s.d[b], xd), acc[t]);
         if constexpr (W::kBiasOwnScale)
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s16[t]), _mm256_mul_ps(s.dbias[b], xd), acc[t]);
-        else
-          tot[t] = _mm256_add_epi32(tot[t], s16[t]);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(s.d[b], xd), acc[t]);
       }
     }
-    slab_gemm::store_rows<T>(acc, first, y, ldy, n_rows);
+    slab_gemm::put_rows<T>(acc, y, ldy, n_rows);
   }
 };
 

@@ -2,11 +2,14 @@
 // Q4_0 GEMM's scheme (kernels_avx512.cpp) for super-blocks, over the mapped GGUF rows (no copy of the file).
 //
 // For 16 rows and a slab of kSlabSupers super-blocks, each row's block is unpacked once (quant_kernels_x86.h's
-// Unpacked: unsigned codes, 16-bit scales and bias coefficients) and transposed so that 32-bit lane r of a
-// register holds 4 consecutive codes of row r. A token then costs, per super-block, 64 vpdpbusd against its
-// activation dwords broadcast from memory (one integer sum per scale group, exact), one convert and FMA per
-// group with the rows' d * scale, 8 vpdpwssd of the bias pairs against the activation's bsums, and one FMA
-// with the activation's d, for 16 rows at once. The slab (11 KiB) stays in L1 while token tiles pass over it.
+// Unpacked: unsigned codes, scales and bias coefficients) and transposed so that 32-bit lane r of a register
+// holds 4 consecutive codes of row r. A token then costs, per super-block, 64 vpdpbusd against its activation
+// dwords broadcast from memory (one integer sum per scale group), one vpmulld per group with the rows' scales (a
+// vpdpwssd where the sum fits in 16 bits),
+// 8 vpdpwssd of the bias pairs against the activation's bsums, and one or two converts and FMAs, for 16 rows at
+// once. The block's sums are exact integers and each (row, token) is one FMA chain over the super-blocks in
+// order (slabs carry on from what the earlier ones stored): the arithmetic of SuperTiles, so a token gets the
+// same bits alone and in any batch. The slab (11 KiB) stays in L1 while token tiles pass over it.
 //
 // Include only inside the anonymous namespace of quant_kernels_avx512.cpp, after quant_kernels_x86.h.
 #pragma once
@@ -21,12 +24,18 @@ constexpr size_t kMinToks = 4;
 
 struct Slab {
   __m512i q[kSlabSupers][64];    // register k: codes 4k..4k+3 of the 16 rows
-  __m512 dsc[kSlabSupers][16];   // d * scale of each group of 16 weights (per-32 types: even entries)
+  __m512i sc[kSlabSupers][16];   // the scale of each group of 16 weights (per-32 types: even entries)
   __m512i bias[kSlabSupers][8];  // bias coefficients of groups 2k, 2k + 1 as 16-bit pairs
-  __m512 dbias[kSlabSupers];     // the bias's float scale (d, or -dmin where the type has its own)
+  __m512 d[kSlabSupers];         // the rows' d
+  __m512 dbias[kSlabSupers];     // the bias's own float scale (-dmin) where the type has one
 };
 
 using AliasedI32 = int32_t __attribute__((may_alias));
+
+// Whether a scale group's integer sum (its weights x kMaxCode x 127 at most) fits in 16 bits (Q2_K, Q3_K): its
+// scale multiply is then one vpdpwssd (the sum's sign-extension word meets a zero word), not vpmulld + add.
+template <class W>
+constexpr bool kShortGroups = kQK / W::kScaleGroups* W::kMaxCode * 127 <= 32767;
 
 // sum + vpdpbusd(w, the dword at p broadcast) / vpdpwssd: the broadcast folded into the instruction
 // ({1to16}); GCC 12 emits a separate vpbroadcastd otherwise.
@@ -80,7 +89,7 @@ struct Ops {
         _mm_store_si128(reinterpret_cast<__m128i*>(scales[r] + 8), _mm256_castsi256_si128(u.sc[1]));
         _mm256_store_si256(reinterpret_cast<__m256i*>(bias[r]), u.bias);
         d[r] = u.d;
-        dbias[r] = W::kBiasOwnScale ? u.dbias : u.d;
+        dbias[r] = u.dbias;
       }
       for (size_t o = 0; o < kQK; o += 16) transpose_dwords(codes[0], kQK, o, &s.q[b][o / 4]);
       __m512i pairs[8];  // dword r of pairs[k]: scales 2k, 2k + 1 of row r
@@ -88,37 +97,38 @@ struct Ops {
       transpose_dwords(reinterpret_cast<const uint8_t*>(scales), 32, 16, pairs + 4);
       transpose_dwords(reinterpret_cast<const uint8_t*>(bias), 32, 0, s.bias[b]);
       transpose_dwords(reinterpret_cast<const uint8_t*>(bias), 32, 16, s.bias[b] + 4);
-      const __m512 dv = _mm512_load_ps(d);
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
-        const __m512i even = _mm512_srai_epi32(_mm512_slli_epi32(pairs[k], 16), 16);
-        const __m512i odd = _mm512_srai_epi32(pairs[k], 16);
-        s.dsc[b][2 * k] = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(even));
-        s.dsc[b][2 * k + 1] = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(odd));
+        if constexpr (kShortGroups<W>) {  // the low 16 bits only: vpdpwssd's high pair then adds nothing
+          s.sc[b][2 * k] = _mm512_and_si512(pairs[k], _mm512_set1_epi32(0xFFFF));
+          s.sc[b][2 * k + 1] = _mm512_srli_epi32(pairs[k], 16);
+        } else {
+          s.sc[b][2 * k] = _mm512_srai_epi32(_mm512_slli_epi32(pairs[k], 16), 16);
+          s.sc[b][2 * k + 1] = _mm512_srai_epi32(pairs[k], 16);
+        }
       }
+      s.d[b] = _mm512_load_ps(d);
       s.dbias[b] = _mm512_load_ps(dbias);
     }
   }
 
   // Y[t * ldy + r'] for the slab's first n_rows rows and T tokens whose Q8_K rows start at x (advanced to the
-  // slab's first super-block), `x_row_bytes` apart. The first slab stores, later ones add. G: scale groups per
-  // super-block (8 for scales per 32 weights, 16 for per 16).
+  // slab's first super-block), `x_row_bytes` apart. The first slab starts each sum at zero, later ones carry on
+  // from what the earlier ones stored. G: scale groups per super-block (8 for scales per 32 weights, 16 for
+  // per 16).
   template <class W, int T>
   static void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y, size_t ldy,
                    int n_rows) {
     constexpr int G = W::kScaleGroups, kDwords = 64 / G, kScaleStep = 16 / G;
     const BlockQ8_K* xt[T];
     __m512 acc[T];
+    slab_gemm::resume_rows<T>(acc, first, y, ldy, n_rows);
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
-      acc[t] = _mm512_setzero_ps();
-    }
+    for (int t = 0; t < T; ++t) xt[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
     for (size_t b = 0; b < nbs; ++b) {
-      __m512 sacc[T];
+      __m512i tot[T], sum[T];
 #pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) sacc[t] = _mm512_setzero_ps();
-      __m512i sum[T];
+      for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
 #pragma GCC unroll 16
       for (int g = 0; g < G; ++g) {
 #pragma GCC unroll 16
@@ -131,9 +141,11 @@ struct Ops {
           for (int t = 0; t < T; ++t)
             sum[t] = dpbusd_bcast(sum[t], w, reinterpret_cast<const AliasedI32*>(xt[t][b].qs) + g * kDwords + k);
         }
-        const __m512 dsc = _mm512_load_ps(&s.dsc[b][g * kScaleStep]);
+        const __m512i sc = _mm512_load_si512(&s.sc[b][g * kScaleStep]);
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), dsc, sacc[t]);
+        for (int t = 0; t < T; ++t)
+          tot[t] = kShortGroups<W> ? _mm512_dpwssd_epi32(tot[t], sum[t], sc)
+                                   : _mm512_add_epi32(tot[t], _mm512_mullo_epi32(sum[t], sc));
       }
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
@@ -144,14 +156,16 @@ struct Ops {
         for (int t = 0; t < T; ++t)
           sum[t] = dpwssd_bcast(sum[t], bias, reinterpret_cast<const AliasedI32*>(xt[t][b].bsums) + k);
       }
-      const __m512 dbias = _mm512_load_ps(&s.dbias[b]);
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) {
-        sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), dbias, sacc[t]);
-        acc[t] = _mm512_fmadd_ps(sacc[t], _mm512_set1_ps(xt[t][b].d), acc[t]);
+        const __m512 xd = _mm512_set1_ps(xt[t][b].d);
+        if constexpr (!W::kBiasOwnScale) tot[t] = _mm512_add_epi32(tot[t], sum[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(s.d[b], xd), acc[t]);
+        if constexpr (W::kBiasOwnScale)
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(s.dbias[b], xd), acc[t]);
       }
     }
-    slab_gemm::store_rows<T>(acc, first, y, ldy, n_rows);
+    slab_gemm::put_rows<T>(acc, y, ldy, n_rows);
   }
 };
 

@@ -68,6 +68,12 @@ LMRT_QUANT_KERNELS_DECLARE
 namespace avx512 {
 LMRT_QUANT_KERNELS_DECLARE
 LMRT_KX8_KERNELS_DECLARE
+// matmul_q4_k / matmul_q6_k for n_tok >= 4 that carry each (row, token)'s sum on from the value in Y instead of
+// starting at zero (kx8_via_standard.h feeds them a row's super-blocks a slab at a time).
+void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                        size_t r0, size_t r1, float* y, size_t ldy);
+void matmul_q6_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                        size_t r0, size_t r1, float* y, size_t ldy);
 }  // namespace avx512
 
 namespace neon {

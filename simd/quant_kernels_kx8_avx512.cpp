@@ -46,13 +46,15 @@ constexpr size_t kLine = 64;
   return _mm512_set1_epi64(v);
 }
 
-// Row sums of an accumulator: lanes 2j + 2j+1 -> y[j].
+// Each row's two lanes added: both then hold the row's sum.
+[[gnu::always_inline]] inline __m512i row_sums(__m512i v) {
+  return _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+}
+
+// The rows of an accumulator whose lanes 2j and 2j + 1 both hold row j: lane 2j -> y[j].
 [[gnu::always_inline]] inline void store_rows(__m512 acc, float* y) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m256 a = _mm512_castps512_ps256(_mm512_permutexvar_ps(even, acc));
-  const __m256 b = _mm512_castps512_ps256(_mm512_permutexvar_ps(odd, acc));
-  _mm256_storeu_ps(y, _mm256_add_ps(a, b));
+  _mm256_storeu_ps(y, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, acc)));
 }
 
 [[gnu::always_inline]] inline void prefetch_unit(const uint8_t* p, size_t bytes) {
@@ -122,8 +124,8 @@ struct Q4KScales {
   const __m512i summ = _mm512_add_epi32(_mm512_madd_epi16(sc.ml, _mm512_broadcastq_epi64(b8)),
                                         _mm512_madd_epi16(sc.mh, _mm512_broadcastq_epi64(_mm_unpackhi_epi64(b8, b8))));
   const __m512 xd = _mm512_set1_ps(x.d);
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d2, xd), acc);
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(ndmin2, xd), acc);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(sumi)), _mm512_mul_ps(d2, xd), acc);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(summ)), _mm512_mul_ps(ndmin2, xd), acc);
 }
 
 template <size_t T>
@@ -139,8 +141,10 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
       if constexpr (kPrefetchUnits > 0) prefetch_unit(unit + kPrefetchUnits * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
       const Q4KScales sc = q4_kx8_scales(unit);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
-      const __m512 ndmin2 = _mm512_sub_ps(
-          _mm512_setzero_ps(), pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16)))));
+      // -dmin by flipping the sign bit, as the standard kernels negate it.
+      const __m512 ndmin2 =
+          _mm512_xor_ps(_mm512_set1_ps(-0.0f),
+                        pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16)))));
 #pragma GCC unroll 8
       for (size_t t = 0; t < T; ++t)
         acc[t] =
@@ -185,7 +189,7 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
                               _mm_loadl_epi64(reinterpret_cast<const __m128i*>(unit + kQ6_Kx8ScalesOffset + 8 * s))));
         sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(part, sc));
       }
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d2, _mm512_set1_ps(x.d)), acc);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(sumi)), _mm512_mul_ps(d2, _mm512_set1_ps(x.d)), acc);
 }
 
 template <size_t T>
@@ -211,12 +215,13 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
 
 using GroupsFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, size_t, size_t, size_t, float*, size_t);
 
-template <GroupsFn const (&kByBatch)[kMaxBatch], TensorType kStandard, MatmulFn kGemm>
+template <GroupsFn const (&kByBatch)[kMaxBatch], TensorType kStandard, MatmulFn kGemm, MatmulFn kGemmResume>
 void matmul_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
                 size_t r1, float* y, size_t ldy) {
   if (r0 >= r1 || n_tok == 0) return;
   if (n_tok > kMaxBatch)
-    return matmul_kx8_via_standard<kStandard, kGemm>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    return matmul_kx8_via_standard<kStandard, kGemm, kGemmResume>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y,
+                                                                  ldy);
   kByBatch[n_tok - 1](static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n / kQK,
                       r0 / kKx8Rows, r1 / kKx8Rows, y, ldy);
 }
@@ -230,12 +235,12 @@ constexpr GroupsFn kQ6Kx8ByBatch[kMaxBatch] = {q6_kx8_groups<1>, q6_kx8_groups<2
 
 void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ4Kx8ByBatch, TensorType::q4_k, matmul_q4_k>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_kx8<kQ4Kx8ByBatch, TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ6Kx8ByBatch, TensorType::q6_k, matmul_q6_k>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_kx8<kQ6Kx8ByBatch, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 }  // namespace lmrt::simd::avx512

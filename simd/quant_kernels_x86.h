@@ -9,8 +9,9 @@
 // Q3_K: -32 * scale and -4 * scale, the offsets of their unsigned codes, scaled by d). One core then does
 // maddubs (unsigned weight x signed activation byte pairs; at most 2 * 63 * 127 fits in 16 bits) and a
 // 16-bit multiply-add with the scales (VNNI's vpdpwssd where compiled for AVX-512 VNNI), so a block's
-// integer sum is exact; the block adds d * xd * sum (+ dmin * xd * bias). Prefill runs R rows x T tokens
-// per tile, unpacking each row's block once for all T tokens.
+// integer sum is exact; each (row, token) then chains acc = fma(sum, d * xd, acc) (and fma(bias sum, -dmin * xd,
+// acc)) over the blocks in order, as the GEMMs do (SuperTiles). Small batches run R rows x T tokens per tile,
+// unpacking each row's block once for all T tokens.
 //
 // Include only inside an anonymous namespace of an x86 ISA file, after <immintrin.h>, <cstring>,
 // "simd/matmul_tiling.h" and "simd/quant_kernels.h".
@@ -251,9 +252,10 @@ struct IQ4XS {
   }
 };
 
-// acc += the block's dot product with one Q8_K activation block (8 float lanes summing to it).
+// The block's exact integer sums with one Q8_K activation block, in 8 lanes each: s, the scaled products
+// (plus the bias against the bsums unless the type scales its bias on its own), and m, that bias.
 template <class W>
-[[gnu::always_inline]] inline __m256 block_dot(const Unpacked& u, const BlockQ8_K* x, __m256 acc) {
+[[gnu::always_inline]] inline void block_sums(const Unpacked& u, const BlockQ8_K* x, __m256i& s, __m256i& m) {
   __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
@@ -269,29 +271,98 @@ template <class W>
     sum[c & 1] = _mm256_add_epi32(sum[c & 1], _mm256_madd_epi16(prod, chunk_scales(u, c)));
 #endif
   }
-  __m256i sumi = _mm256_add_epi32(sum[0], sum[1]);
-  const __m256i bias = _mm256_madd_epi16(u.bias, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
-  const __m256 xd = _mm256_broadcast_ss(&x->d);
-  if constexpr (W::kBiasOwnScale) {
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bias), _mm256_mul_ps(_mm256_set1_ps(u.dbias), xd), acc);
-  } else {
-    sumi = _mm256_add_epi32(sumi, bias);
-  }
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(_mm256_set1_ps(u.d), xd), acc);
+  s = _mm256_add_epi32(sum[0], sum[1]);
+  m = _mm256_madd_epi16(u.bias, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
+  if constexpr (!W::kBiasOwnScale) s = _mm256_add_epi32(s, m);
 }
 
-// A weight format for QuantTiles: the weight type W with its activation block, elements per block and
-// how many blocks a prefetch step covers (about two lines of each row).
-template <class W>
-struct SuperFormat : W {
-  using Act = BlockQ8_K;
-  static constexpr size_t kElems = kQK, kPrefetchBlocks = 1;
-  [[gnu::always_inline]] static __m256 dot(const Unpacked& u, const Act* x, __m256 acc) {
-    return block_dot<W>(u, x, acc);
+// Lane k: the sum of the 8 lanes of v_k (integers: exact in any order).
+[[gnu::always_inline]] inline __m128i hsums4_epi32(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+  // The 4 lane sums of v0..v3's low halves, then of their high halves.
+  const __m256i u = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+  return _mm_add_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
+}
+
+// R rows x T tokens of a super-block type W (batches of fewer than the GEMM's kMinToks tokens, and every
+// batch of the signed IQ4_XS): each row's block is unpacked once for all T tokens. Every (row, token) is one
+// float chain over the super-blocks in order, acc = fma(s, d * xd, acc) then, for types with their own bias
+// scale, acc = fma(m, dbias * xd, acc), with s and m the block's exact integer sums: the arithmetic of the
+// GEMMs (quant_gemm_avx2.h, quant_gemm_avx512.h), so a token gets the same bits alone and in any batch
+// (issue 17 point 7). The (row, token) pairs run 4 to a register for the horizontal sums and the FMAs. The tile
+// prefetches as QuantTiles does.
+template <class W, size_t kDecodeRows_, size_t kRows_, size_t kToks_>
+struct SuperTiles {
+  static constexpr size_t kDecodeRows = kDecodeRows_;
+  static constexpr size_t kRows = kRows_;
+  static constexpr size_t kToks = kToks_;
+
+  template <int R, int T, bool kPrefetch>
+  static void tile(const MatmulArgs& a, size_t r, size_t t) {
+    constexpr int P = R * T, C = (P + 3) / 4;  // pair p = i * T + j; C registers of 4 pairs
+    const size_t nb = a.n / kQK;
+    const uint8_t* w[R];
+    const BlockQ8_K* x[T];
+    __m128 acc[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[c] = _mm_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) x[j] = reinterpret_cast<const BlockQ8_K*>(a.x + (t + j) * a.x_row_bytes);
+    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
+    const bool streams = a.row_stride != 1;
+    for (size_t b = 0; b < nb; ++b) {
+      if constexpr (kPrefetch) {
+        for (int i = 0; i < R; ++i) {
+          const uint8_t* ahead =
+              (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) + b * W::kBlockBytes;
+          for (size_t o = 0; o < W::kBlockBytes; o += kLine)
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
+        }
+      }
+      __m256i s[4 * C], m[4 * C];
+      float d[4 * C], dbias[4 * C], xd[4 * C];
+#pragma GCC unroll 8
+      for (int p = P; p < 4 * C; ++p) {
+        s[p] = m[p] = _mm256_setzero_si256();
+        d[p] = dbias[p] = xd[p] = 0.0f;
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        const Unpacked u = W::load(w[i] + b * W::kBlockBytes);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          block_sums<W>(u, x[j] + b, s[i * T + j], m[i * T + j]);
+          d[i * T + j] = u.d;
+          dbias[i * T + j] = u.dbias;
+          xd[i * T + j] = x[j][b].d;
+        }
+      }
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const int p = 4 * c;
+        const __m128 xv = _mm_setr_ps(xd[p], xd[p + 1], xd[p + 2], xd[p + 3]);
+        const __m128 dv = _mm_setr_ps(d[p], d[p + 1], d[p + 2], d[p + 3]);
+        const __m128i sv = hsums4_epi32(s[p], s[p + 1], s[p + 2], s[p + 3]);
+        acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(sv), _mm_mul_ps(dv, xv), acc[c]);
+        if constexpr (W::kBiasOwnScale) {
+          const __m128 bv = _mm_setr_ps(dbias[p], dbias[p + 1], dbias[p + 2], dbias[p + 3]);
+          const __m128i mv = hsums4_epi32(m[p], m[p + 1], m[p + 2], m[p + 3]);
+          acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(mv), _mm_mul_ps(bv, xv), acc[c]);
+        }
+      }
+    }
+    alignas(16) float out[4 * C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) _mm_store_ps(out + 4 * c, acc[c]);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = out[i * T + j];
   }
 };
 
-// R rows x T tokens of any quant format F (SuperFormat, Block32Format): each row's block is loaded
+// R rows x T tokens of any quant format F (Block32Format): each row's block is loaded
 // (unpacked) once for all T tokens; the tile prefetches, at the pace it reads, either each stream a couple
 // of rows ahead (decode's distant streams) or the next tile's rows.
 template <class F, size_t kDecodeRows_, size_t kRows_, size_t kToks_>
@@ -350,7 +421,7 @@ void matmul_quant(const void* w, size_t w_row_bytes, const void* x, size_t x_row
 template <class W, size_t kDecodeRows, size_t kRows, size_t kToks>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
-  matmul_quant<SuperFormat<W>, kDecodeRows, kRows, kToks>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  tiling::run_tiled<SuperTiles<W, kDecodeRows, kRows, kToks>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 // ---- 32-weight blocks (Q4_1, Q5_0, Q5_1, IQ4_NL) against BlockQ8Act ----

@@ -56,6 +56,36 @@ template <int T, class V>
   }
 }
 
+// The chained pair of store_rows, for GEMMs that sum each (row, token) as one FMA chain over the blocks in order
+// (the K-quant GEMMs: a token's bits then never depend on the batch or the slab): resume_rows starts acc[t] at
+// zero (first slab) or at what the earlier slabs stored, put_rows stores it back whole.
+template <int T, class V>
+[[gnu::always_inline]] inline void resume_rows(V (&acc)[T], bool first, const float* y, size_t ldy, int n_rows) {
+  if constexpr (sizeof(V) == 64) {
+    const auto rows = static_cast<__mmask16>((1u << n_rows) - 1);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, y + t * ldy);
+  } else {
+    static_assert(sizeof(V) == 32);
+    const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + t * ldy, rows);
+  }
+}
+template <int T, class V>
+[[gnu::always_inline]] inline void put_rows(const V (&acc)[T], float* y, size_t ldy, int n_rows) {
+  if constexpr (sizeof(V) == 64) {
+    const auto rows = static_cast<__mmask16>((1u << n_rows) - 1);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+  } else {
+    static_assert(sizeof(V) == 32);
+    const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) _mm256_maskstore_ps(y + t * ldy, rows, acc[t]);
+  }
+}
+
 // The K of run() for a GEMM written once for every weight type W it serves (the K-quant GEMMs): G provides kRows,
 // kSlabBlocks, kToks, kActBytes, Slab, template <class W> static void repack(...) and template <class W, int T>
 // static void tile(...) with the arguments below; W provides kBlockBytes.
@@ -79,9 +109,10 @@ struct ForType {
 // size_t nbs, Slab&), and template <int T> static void tile(const Slab&, size_t nbs, const uint8_t* x,
 // size_t x_row_bytes, bool first, float* y, size_t ldy, int n_rows), which writes (first) or adds to Y for the
 // group's first n_rows rows and T tokens whose activation rows start at x (advanced to the slab's first block).
+// With `resume`, even the first slab carries on from what Y holds (a caller that feeds a row's blocks in parts).
 template <class K>
 void run(const void* wp, size_t w_row_bytes, const void* xp, size_t x_row_bytes, size_t n_blocks, size_t n_tok,
-         size_t r0, size_t r1, float* y, size_t ldy) {
+         size_t r0, size_t r1, float* y, size_t ldy, bool resume = false) {
   using Slab = typename K::Slab;
   using TileFn = void (*)(const Slab&, size_t, const uint8_t*, size_t, bool, float*, size_t, int);
   static constexpr auto kTiles = []<size_t... I>(std::index_sequence<I...>) {
@@ -112,8 +143,8 @@ void run(const void* wp, size_t w_row_bytes, const void* xp, size_t x_row_bytes,
       }
       for (size_t t = 0; t < n_tok; t += tile_toks) {
         const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
-        kTiles[tn - 1](slab, nbs, x + t * x_row_bytes + b0 * K::kActBytes, x_row_bytes, b0 == 0, y + t * ldy + r, ldy,
-                       n_rows);
+        kTiles[tn - 1](slab, nbs, x + t * x_row_bytes + b0 * K::kActBytes, x_row_bytes, b0 == 0 && !resume,
+                       y + t * ldy + r, ldy, n_rows);
       }
     }
   }

@@ -25,21 +25,19 @@ namespace {
 
 constexpr size_t kMaxTok = 20;
 
-// The (ISA, type) pairs whose every n_tok gives the bits of n_tok = 1: the scalar reference for every type;
-// on AVX2 Q4_0 (decode and GEMM sum each row alike, simd/q4_0_gemm_avx2.h) and the float types (one tile
-// arithmetic for every batch size).
+// The (ISA, type) pairs whose every n_tok gives the bits of n_tok = 1: every type on the scalar reference and
+// on AVX2 (Q4_0: decode and GEMM sum each row alike, simd/q4_0_gemm_avx2.h; the K-quants: one FMA chain of exact
+// block sums, quant_kernels_x86.h's SuperTiles and the GEMMs; the others one tile arithmetic for every batch);
+// on AVX-512 every type but Q4_0 and Q4_0x16.
 bool promised(Isa isa, TensorType type) {
-  switch (type) {
-    case TensorType::f32:
-    case TensorType::f16:
-    case TensorType::bf16:
-    case TensorType::q8_0:
-      return isa == Isa::scalar || isa == Isa::avx2 || isa == Isa::avx512;
-    case TensorType::q4_0:
-    case TensorType::q4_0x16:
-      return isa == Isa::scalar || isa == Isa::avx2;
+  switch (isa) {
+    case Isa::scalar:
+    case Isa::avx2:
+      return true;
+    case Isa::avx512:
+      return type != TensorType::q4_0 && type != TensorType::q4_0x16;
     default:
-      return isa == Isa::scalar;
+      return false;
   }
 }
 
