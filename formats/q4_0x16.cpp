@@ -1,6 +1,7 @@
 #include "formats/q4_0x16.h"
 
 #include <cstring>
+#include <vector>
 
 namespace lmrt {
 
@@ -20,6 +21,16 @@ void interleave_q4_0(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8
         for (size_t c = 0; c < 4; ++c) std::memcpy(unit + 32 + 64 * c + kChunk * j, blk + 2 + kChunk * c, kChunk);
       }
     }
+}
+
+void interleave_q4_0_in_place(uint8_t* data, uint64_t n_rows, uint64_t n_cols) {
+  const size_t group_bytes = kQ4_0x16Rows * (n_cols / 32) * kBlockBytes;
+  std::vector<uint8_t> copy(group_bytes);
+  for (uint64_t g = 0; g < n_rows / kQ4_0x16Rows; ++g) {
+    uint8_t* group = data + g * group_bytes;
+    std::memcpy(copy.data(), group, group_bytes);
+    interleave_q4_0(copy.data(), kQ4_0x16Rows, n_cols, group);
+  }
 }
 
 void deinterleave_q4_0x16_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {

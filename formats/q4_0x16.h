@@ -21,6 +21,8 @@ inline constexpr size_t kQ4_0x16UnitBytes = 288;  // one block index of a group 
 
 // Rewrites n_rows standard Q4_0 rows of n_cols elements at src into Q4_0x16 at dst (same size).
 void interleave_q4_0(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8_t* dst);
+// interleave_q4_0 where the rows are (a group at a time through a copy of it): the repacking at load.
+void interleave_q4_0_in_place(uint8_t* data, uint64_t n_rows, uint64_t n_cols);
 // The inverse: Q4_0x16 at src back to standard Q4_0 rows at dst.
 void deinterleave_q4_0x16(const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8_t* dst);
 // Blocks [b0, b0 + n_blocks) of the 16 rows of one group (its units start at `group`) as standard Q4_0

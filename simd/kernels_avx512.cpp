@@ -1,15 +1,11 @@
 // AVX-512 (F, BW, VL, DQ) + VNNI kernel table.
 //
-// The Q4_0 matmul has two paths. Decode (one token) keeps the GGUF block layout and puts one block in
-// each 128-bit lane: a 512-bit step covers 4 blocks, with the block's first 16 elements in one register
-// and its last 16 in another (exactly its low and high nibbles); 2 or 3 tokens take the same steps in tiles of 4
-// rows x 3 tokens, 4 to 6 tokens the small-batch kernel (each step split once for all tokens). Prefill (7 tokens
-// or more) first repacks
-// 16 rows at a time so one register holds 4 elements of each of the 16 rows, then streams every token
-// through the repacked slab (see the prefill section). VNNI multiplies unsigned weights by signed
-// activations, so the nibbles are used as stored (q + 8) and the offset is removed by starting each
-// block's sum at -8 * sum(x), which quantize_q8_act stores with the activation block. Integer sums are
-// exact; only the float accumulation order differs from the scalar reference.
+// Q4_0 keeps 16 rows in the 16 lanes of a register, transposed block by block in registers for up to a few tokens
+// (decode, a batched step of a few sequences) or a slab at a time for all the tokens of a larger batch (the GEMM);
+// both sum each (row, token) alike, so a token's bits do not depend on its batch (see the Q4_0 section). VNNI
+// multiplies unsigned weights by signed activations, so the nibbles are used as stored (q + 8) and the offset is
+// removed by starting each block's sum at -8 * sum(x), which quantize_q8_act stores with the activation block.
+// Integer sums are exact; only the float accumulation order differs from the scalar reference.
 //
 // Everything except the getter has internal linkage so no inline code built for AVX-512 can be picked
 // by the linker for another translation unit.
@@ -43,15 +39,11 @@ using Ops = FloatOps<xsimd::avx512bw>;  // RMSNorm, softmax, SiLU-mul, add, RoPE
 using tiling::MatmulArgs;
 
 constexpr size_t kBlock = 32;                     // elements per Q4_0 / Q8_0 block
-constexpr size_t kGroup = 4;                      // blocks per 512-bit step, one per 128-bit lane
 constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);    // 18
 constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);    // 34
 constexpr size_t kActBytes = sizeof(BlockQ8Act);  // 40
 constexpr size_t kLine = 64;                      // cache line
 constexpr size_t kF32Lanes = 16;
-
-// Mask of the first n (<= 64) bytes.
-__mmask64 first_bytes(size_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; }
 
 // Prefetches [p, p + bytes) (whole lines) into L1, or the cache kHint names.
 template <size_t kBytes, _mm_hint kHint = _MM_HINT_T0>
@@ -59,218 +51,90 @@ void prefetch_span(const uint8_t* p) {
   for (size_t o = 0; o <= kBytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), kHint);
 }
 
-// The 16 bytes at p + k * stride in 128-bit lane k, for k < count (all 4 when kFull); other lanes zero.
-template <bool kFull>
-__m512i load_lanes(const uint8_t* p, size_t stride, size_t count) {
-  auto load16 = [](const uint8_t* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
-  if constexpr (kFull) {
-    __m512i v = _mm512_castsi128_si512(load16(p));
-    v = _mm512_inserti32x4(v, load16(p + stride), 1);
-    v = _mm512_inserti32x4(v, load16(p + 2 * stride), 2);
-    return _mm512_inserti32x4(v, load16(p + 3 * stride), 3);
-  } else {
-    __m512i v = _mm512_setzero_si512();
-    if (count > 0) v = _mm512_inserti32x4(v, load16(p), 0);
-    if (count > 1) v = _mm512_inserti32x4(v, load16(p + stride), 1);
-    if (count > 2) v = _mm512_inserti32x4(v, load16(p + 2 * stride), 2);
-    return v;
-  }
-}
-
-// fp16 scales of `count` blocks starting at p, each broadcast over its block's 128-bit lane.
-// Q4_0 blocks are 18 bytes (9 words) apart, so 4 scales lie in the first 64 bytes.
-template <bool kFull>
-__m512 scales_q4_0(const uint8_t* p, size_t count) {
-  const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 27 << 16 | 27, 27 << 16 | 27, 18 << 16 | 18,
-                                       18 << 16 | 18, 9 << 16 | 9, 9 << 16 | 9, 0, 0);
-  const __m512i v = kFull ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(first_bytes(count * kQ4Bytes), p);
-  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, v)));
-}
-
-// One 4-block step of a weight row or activation row: first and last 16 elements of each block as
-// unsigned bytes (weights) or signed bytes (activations), and the per-lane scale.
-struct QuantStep {
-  __m512i first;
-  __m512i last;
-  __m512 d;
-};
-
-// Q4_0 weights: nibbles as stored (q + 8).
-struct Q4_0Weights {
-  static constexpr size_t kBlockBytes = kQ4Bytes;
-  template <bool kFull>
-  static QuantStep load(const uint8_t* p, size_t count) {
-    const __m512i nib = _mm512_set1_epi8(0x0F);
-    const __m512i q = load_lanes<kFull>(p + 2, kQ4Bytes, count);
-    return {_mm512_and_si512(q, nib), _mm512_and_si512(_mm512_srli_epi16(q, 4), nib), scales_q4_0<kFull>(p, count)};
-  }
-};
-
-// Decode tiles whose rows are separate streams: the two lines at `offset` in each stream's row
-// tiling::kStreamAheadRows rows ahead (a core keeps too few lines in flight while it also computes).
-template <int R>
-void prefetch_streams(const uint8_t* const (&w)[R], size_t row_bytes, size_t offset) {
-#pragma GCC unroll 8
-  for (int i = 0; i < R; ++i) {
-    const uint8_t* ahead = w[i] + tiling::kStreamAheadRows * row_bytes + offset;
-    _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
-  }
-}
-
-// One token's activations for a 4-block step, laid out as the weight step is: per 128-bit lane the
-// block's scale, -8 * sum(qs) in the lane's first dword (so that sum((w + 8) * x) + init = sum(w * x)),
-// and the block's first and last 16 values.
-struct LaneX {
-  __m512 d;
-  __m512i init;
-  __m512i first;
-  __m512i last;
-};
-
-template <bool kFull>
-LaneX lane_x(const uint8_t* xp, size_t count) {
-  const __m512i head = load_lanes<kFull>(xp, kActBytes, count);  // d, -8 * sum(qs), qs[0..7]
-  return {_mm512_permute_ps(_mm512_castsi512_ps(head), 0x00), _mm512_maskz_shuffle_epi32(0x1111, head, _MM_PERM_BBBB),
-          load_lanes<kFull>(xp + 8, kActBytes, count), load_lanes<kFull>(xp + 8 + 16, kActBytes, count)};
-}
-
-// sum over the step of w * x, scaled, added to acc.
-inline __m512 step_dot(const QuantStep& w, const LaneX& x, __m512 acc) {
-  __m512i s = _mm512_dpbusd_epi32(x.init, w.first, x.first);
-  s = _mm512_dpbusd_epi32(s, w.last, x.last);
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(w.d, x.d), acc);
-}
-
-// Y tiles for Q4_0 weights against Q8_0 activations.
-template <class W>
-struct QuantTiles {
-  static constexpr size_t kDecodeRows = 4;
-  static constexpr size_t kRows = 4;
-  static constexpr size_t kToks = 3;
-
-  template <int R, int T, bool kFull>
-  static void step(const uint8_t* const (&w)[R], const uint8_t* const (&x)[T], size_t b, size_t count,
-                   __m512 (&acc)[R][T]) {
-    QuantStep ws[R];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) ws[i] = W::template load<kFull>(w[i] + b * W::kBlockBytes, count);
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      const LaneX xs = lane_x<kFull>(x[j] + b * kActBytes, count);
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) acc[i][j] = step_dot(ws[i], xs, acc[i][j]);
-    }
-  }
-
-  template <int R, int T, bool kPrefetch>
-  static void tile(const MatmulArgs& a, size_t r, size_t t) {
-    const size_t nb = a.n / kBlock;
-    const uint8_t* w[R];
-    const uint8_t* x[T];
-    __m512 acc[R][T];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
-    // Adjacent rows: the next tile's rows, in address order, at the pace this tile reads its own.
-    // Rows from separate streams (decode): each stream a couple of rows ahead. Without it a core keeps
-    // too few lines in flight while it also computes (measured: about +30 % decode on the 1.1B shape).
-    const uint8_t* pf = a.w + (r + R) * a.w_row_bytes;
-    constexpr size_t kPfStep = R * kGroup * W::kBlockBytes;
-    const bool streams = a.row_stride != 1;
-    size_t b = 0;
-    for (; b + kGroup <= nb; b += kGroup) {
-      if constexpr (kPrefetch) {
-        if (streams) {
-          prefetch_streams(w, a.w_row_bytes, b * W::kBlockBytes);
-        } else {
-          prefetch_span<kPfStep>(pf);
-          pf += kPfStep;
-        }
-      }
-      step<R, T, true>(w, x, b, kGroup, acc);
-    }
-    if (b < nb) step<R, T, false>(w, x, b, nb - b, acc);
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j)
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) a.y[(t + j) * a.ldy + r + i * a.row_stride] = _mm512_reduce_add_ps(acc[i][j]);
-  }
-};
-
-// Decode (one token) over activations prepared once per call as LaneX steps (matmul_q4_0): every tile
-// reuses them, so a step costs only the weight loads and the arithmetic.
-struct Q4_0DecodeTiles {
-  static constexpr size_t kDecodeRows = 4;
-  static constexpr size_t kRows = 4;  // the batched path of run_tiled is never taken (one token)
-  static constexpr size_t kToks = 1;
-
-  template <int R, int T, bool kPrefetch>
-  static void tile(const MatmulArgs& a, size_t r, size_t) {
-    static_assert(T == 1, "one token");
-    const size_t nb = a.n / kBlock;
-    const auto* xs = reinterpret_cast<const LaneX*>(a.x);
-    const uint8_t* w[R];
-    __m512 acc[R];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      w[i] = a.w + (r + i * a.row_stride) * a.w_row_bytes;
-      acc[i] = _mm512_setzero_ps();
-    }
-    const bool streams = a.row_stride != 1;
-    size_t b = 0;
-    for (; b + kGroup <= nb; b += kGroup) {
-      if constexpr (kPrefetch) {
-        if (streams) prefetch_streams(w, a.w_row_bytes, b * kQ4Bytes);
-      }
-      const LaneX& x = xs[b / kGroup];
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) acc[i] = step_dot(Q4_0Weights::load<true>(w[i] + b * kQ4Bytes, kGroup), x, acc[i]);
-    }
-    if (b < nb) {
-      const LaneX& x = xs[b / kGroup];
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) acc[i] = step_dot(Q4_0Weights::load<false>(w[i] + b * kQ4Bytes, nb - b), x, acc[i]);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) a.y[r + i * a.row_stride] = _mm512_reduce_add_ps(acc[i]);
-  }
-};
-
-// Steps of prepared activations a decode call keeps on its stack (K up to 16384).
-constexpr size_t kMaxLaneSteps = 128;
-
-// ---- Q4_0 prefill (n_tok > 1) ----
+// ---- Q4_0 ----
 //
-// For 16 rows and a slab of up to kSlabBlocks blocks, the rows' blocks are repacked once into
-// PackedSlab: per block, 8 registers where 32-bit lane r holds 4 consecutive elements of row r as
-// unsigned bytes (q + 8), and one register of the 16 rows' scales. Each token then costs, per block,
-// 8 vpdpbusd against its activation dwords broadcast from memory plus one convert and one FMA, for all
-// 16 rows at once; the repacking is shared by every token. The slab (18 KiB) stays in L1 while token
-// tiles of up to kPrefillToks tokens, with one float accumulator per token, pass over it; partial sums
-// of later slabs are added to Y.
+// Every Q4_0 path keeps 16 rows in the 16 lanes of a register: a block of 16 rows is transposed so that 32-bit
+// lane r holds 4 nibble bytes (q + 8) of row r, a token costs 8 vpdpbusd against its activation dwords broadcast
+// (its sum started at -8 * sum(x), which removes the nibbles' offset), one convert and one FMA with the rows'
+// scales times the activation's, for all 16 rows at once and without horizontal sums. Up to kLanesToks tokens
+// transpose each block in registers as they read it (decode, a batched step of a few sequences); more repack a
+// slab once for all their token tiles (the GEMM, in L1). Both sum each (row, token) as one chain
+// acc = fma(dot_b, d_w * d_x, acc) over the blocks in order, the GEMM carrying it across slabs, so a token gets
+// the same bits alone and in any batch (issue 17 point 7), and Q4_0x16, whose units store this transposition,
+// the bits of Q4_0.
 
 constexpr size_t kPackRows = 16;
-constexpr size_t kSlabBlocks = 32;
-constexpr size_t kPrefillToks = 12;
-// Fewer tokens (a batched decode step of 2 or 3 sequences) take QuantTiles, up to kSmallBatchToks the small-batch
-// kernel: repacking a slab for so few tokens costs more than it saves (lmrt_quant_matmul_bench avx512 2048 768 200 5
-// NTOK, weights from memory: 2 tokens 9.6 GB/s through the tiles against 7.5 through the slabs; 4 tokens 4.7
-// against 6.0).
-constexpr size_t kPrefillMinToks = 4;
 
-// Register j of a block pairs with activation dword j: raw dword j (< 4) of a Q4_0 block holds elements
-// 4j..4j+3 in its low nibbles and 16+4j..16+4j+3 in its high nibbles, so register j holds the low
-// nibbles of raw dword j and register 4 + j their high nibbles.
-struct PackedSlab {
-  __m512i q[kSlabBlocks][8];
-  __m512 d[kSlabBlocks];
-};
+// t[j], 32-bit lane r: raw dword j (< 4) of the 16 nibble bytes at rows[r] + off. Raw dword j of a Q4_0 block
+// holds elements 4j..4j+3 in its low nibbles and 16+4j..16+4j+3 in its high nibbles.
+[[gnu::always_inline]] inline void transpose_nibbles16(const uint8_t* const (&rows)[kPackRows], size_t off,
+                                                       __m512i (&t)[4]) {
+  auto load16 = [](const uint8_t* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
+  // z[i], lane L: the 16 bytes of row 4L + i.
+  __m512i z[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    __m512i v = _mm512_castsi128_si512(load16(rows[i] + off));
+    v = _mm512_inserti32x4(v, load16(rows[4 + i] + off), 1);
+    v = _mm512_inserti32x4(v, load16(rows[8 + i] + off), 2);
+    z[i] = _mm512_inserti32x4(v, load16(rows[12 + i] + off), 3);
+  }
+  // A 4x4 dword transpose inside each 128-bit lane: t[j], lane L, dword i = dword j of row 4L + i.
+  const __m512i t01lo = _mm512_unpacklo_epi32(z[0], z[1]), t01hi = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t23lo = _mm512_unpacklo_epi32(z[2], z[3]), t23hi = _mm512_unpackhi_epi32(z[2], z[3]);
+  t[0] = _mm512_unpacklo_epi64(t01lo, t23lo);
+  t[1] = _mm512_unpackhi_epi64(t01lo, t23lo);
+  t[2] = _mm512_unpacklo_epi64(t01hi, t23hi);
+  t[3] = _mm512_unpackhi_epi64(t01hi, t23hi);
+}
+
+// Register j (of 8) pairs with activation dword j: the low nibbles of raw dword j (< 4), then their high nibbles.
+[[gnu::always_inline]] inline void split_nibbles(const __m512i (&t)[4], __m512i (&q)[8]) {
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    q[j] = _mm512_and_si512(t[j], nib);
+    q[4 + j] = _mm512_and_si512(_mm512_srli_epi32(t[j], 4), nib);
+  }
+}
+
+// The scales of blocks [b, b + count) (count <= 4) of the 16 rows, d[k * 16 + r] for block b + k of rows[r].
+// One row's 4 scales lie in its first 56 bytes (words 0, 9, 18, 27), so each row is one masked load (which never
+// faults past the matrix) and a tree of word permutes gathers the 16 rows: 4 shuffles per block, where a gather
+// (or 16 two-byte stores read back as one vector) halved decode speed.
+[[gnu::always_inline]] inline void scales4x16(const uint8_t* const (&rows)[kPackRows], size_t b, size_t count,
+                                              float* d) {
+  const __mmask64 bytes = (__mmask64{1} << (count * kQ4Bytes - 16)) - 1;  // to the last block's scale
+  // Level 1, rows (2m, 2m + 1): word 2k + i is block k of row 2m + i.
+  const __m512i idx1 = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32 + 27,
+                                        27, 32 + 18, 18, 32 + 9, 9, 32, 0);
+  // Level 2, rows 4n..4n + 3: word 4k + j is block k of row 4n + j.
+  const __m512i idx2 = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 39, 38, 7, 6, 37, 36, 5, 4, 35,
+                                        34, 3, 2, 33, 32, 1, 0);
+  // Level 3, rows 8h..8h + 7: word 8k + j is block k of row 8h + j.
+  const __m512i idx3 = _mm512_set_epi16(47, 46, 45, 44, 15, 14, 13, 12, 43, 42, 41, 40, 11, 10, 9, 8, 39, 38, 37, 36, 7,
+                                        6, 5, 4, 35, 34, 33, 32, 3, 2, 1, 0);
+  // Level 4: word 16k' + i is block k of row i, k = k' (blocks 0, 1) or 2 + k' (blocks 2, 3).
+  const __m512i idx4a = _mm512_set_epi16(47, 46, 45, 44, 43, 42, 41, 40, 15, 14, 13, 12, 11, 10, 9, 8, 39, 38, 37, 36,
+                                         35, 34, 33, 32, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i idx4b = _mm512_add_epi16(idx4a, _mm512_set1_epi16(16));
+  __m512i p[8];
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    const __m512i lo = _mm512_maskz_loadu_epi8(bytes, rows[2 * m] + b * kQ4Bytes);
+    const __m512i hi = _mm512_maskz_loadu_epi8(bytes, rows[2 * m + 1] + b * kQ4Bytes);
+    p[m] = _mm512_permutex2var_epi16(lo, idx1, hi);
+  }
+  __m512i q[4];
+#pragma GCC unroll 4
+  for (int n = 0; n < 4; ++n) q[n] = _mm512_permutex2var_epi16(p[2 * n], idx2, p[2 * n + 1]);
+  const __m512i r0 = _mm512_permutex2var_epi16(q[0], idx3, q[1]), r1 = _mm512_permutex2var_epi16(q[2], idx3, q[3]);
+  const __m512i z01 = _mm512_permutex2var_epi16(r0, idx4a, r1), z23 = _mm512_permutex2var_epi16(r0, idx4b, r1);
+  _mm512_store_ps(d, _mm512_cvtph_ps(_mm512_castsi512_si256(z01)));
+  _mm512_store_ps(d + 16, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(z01, 1)));
+  _mm512_store_ps(d + 32, _mm512_cvtph_ps(_mm512_castsi512_si256(z23)));
+  _mm512_store_ps(d + 48, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(z23, 1)));
+}
 
 // An int32 read that may alias the int8 activations.
 using AliasedI32 = int32_t __attribute__((may_alias));
@@ -282,42 +146,151 @@ __m512i dpbusd_bcast(__m512i sum, __m512i w, const AliasedI32* p) {
   return sum;
 }
 
-// Repacks blocks [b0, b0 + nbs) of the 16 rows rows[0..15] into s.
-void repack_q4_0(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nbs, PackedSlab& s) {
-  const __m512i nib = _mm512_set1_epi8(0x0F);
-  auto load16 = [](const uint8_t* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
-  for (size_t b = 0; b < nbs; ++b) {
-    const size_t off = (b0 + b) * kQ4Bytes;
-    // z[a], lane L: the 16 nibble bytes of row 4L + a.
-    __m512i z[4];
+// One block of 16 rows (q, wd) against one token's activation block: the chain's next step.
+[[gnu::always_inline]] inline __m512 block_step(const __m512i (&q)[8], __m512 wd, const BlockQ8Act& x, __m512 acc) {
+  // Four independent chains of two (a chain of 8 dependent vpdpbusd per block would bound decode by their
+  // latency); the integer sum is exact in any order.
+  const auto* xq = reinterpret_cast<const AliasedI32*>(x.qs);
+  __m512i s[4] = {_mm512_set1_epi32(x.minus8_sum), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                  _mm512_setzero_si512()};
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) s[j % 4] = dpbusd_bcast(s[j % 4], q[j], xq + j);
+  const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(s[0], s[1]), _mm512_add_epi32(s[2], s[3]));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(wd, _mm512_set1_ps(x.d)), acc);
+}
+
+// Rows pointers of the 16-row group at r (rows past r1 repeat the last row: read from valid memory,
+// never stored).
+void group_rows(const MatmulArgs& a, size_t r, size_t r1, const uint8_t* (&rows)[kPackRows]) {
+  const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
+  for (size_t i = 0; i < kPackRows; ++i) rows[i] = a.w + (r + (i < n_rows ? i : n_rows - 1)) * a.w_row_bytes;
+}
+
+__mmask16 row_mask(size_t r, size_t r1) {
+  const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
+  return static_cast<__mmask16>((1u << n_rows) - 1);
+}
+
+// ---- Q4_0, up to kLanesToks tokens (Q4_0x16: kX16LanesToks): each block transposed in registers as it is read ----
+//
+// S groups far apart are read at once (one stream per group: one sequential stream reads far below a core's
+// bandwidth), each prefetching the group that follows it, in address order, at the pace it reads its own. The
+// transposition makes this decode about half as fast as Q4_0x16's, which reads it stored (lmrt_quant_matmul_bench
+// avx512 5632 2048 12 5 8: 21 against 36 GB/s), so the loader repacks Q4_0 matrices into Q4_0x16 on AVX-512
+// (runtime/model/weight_repack.cpp); this serves those it cannot (a tied embedding; LMRT_REPACK=0).
+constexpr size_t kLanesToks = 8;
+
+template <int S, int T>
+void q4_0_lanes_groups(const MatmulArgs& a, const size_t (&r)[S], size_t r1) {
+  constexpr size_t kPfStep = kPackRows * kQ4Bytes;  // the next group's bytes per block
+  const size_t nb = a.n / kBlock;
+  const uint8_t* rows[S][kPackRows];
+  const uint8_t* pf[S];
+  const BlockQ8Act* x[T];
+  __m512 acc[S][T];
+  alignas(64) float d[S][4 * kPackRows];
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      __m512i v = _mm512_castsi128_si512(load16(rows[i] + off + 2));
-      v = _mm512_inserti32x4(v, load16(rows[4 + i] + off + 2), 1);
-      v = _mm512_inserti32x4(v, load16(rows[8 + i] + off + 2), 2);
-      z[i] = _mm512_inserti32x4(v, load16(rows[12 + i] + off + 2), 3);
-    }
-    // A 4x4 dword transpose inside each 128-bit lane: t[j], lane L, dword i = dword j of z[i]'s lane L,
-    // that is dword j of row 4L + i, so dword r of t[j] is dword j of row r.
-    const __m512i t01lo = _mm512_unpacklo_epi32(z[0], z[1]), t01hi = _mm512_unpackhi_epi32(z[0], z[1]);
-    const __m512i t23lo = _mm512_unpacklo_epi32(z[2], z[3]), t23hi = _mm512_unpackhi_epi32(z[2], z[3]);
-    const __m512i t[4] = {_mm512_unpacklo_epi64(t01lo, t23lo), _mm512_unpackhi_epi64(t01lo, t23lo),
-                          _mm512_unpacklo_epi64(t01hi, t23hi), _mm512_unpackhi_epi64(t01hi, t23hi)};
+  for (int s = 0; s < S; ++s) {
+    group_rows(a, r[s], r1, rows[s]);
+    pf[s] = a.w + (r[s] + kPackRows) * a.w_row_bytes;
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[s][t] = _mm512_setzero_ps();
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const BlockQ8Act*>(a.x + t * a.x_row_bytes);
+  for (size_t b4 = 0; b4 < nb; b4 += 4) {
+    const size_t count = nb - b4 < 4 ? nb - b4 : 4;
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      _mm512_store_si512(&s.q[b][j], _mm512_and_si512(t[j], nib));
-      _mm512_store_si512(&s.q[b][4 + j], _mm512_and_si512(_mm512_srli_epi32(t[j], 4), nib));
+    for (int s = 0; s < S; ++s) scales4x16(rows[s], b4, count, d[s]);
+    for (size_t k = 0; k < count; ++k) {
+      const size_t b = b4 + k, off = b * kQ4Bytes;
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) {
+        prefetch_span<kPfStep - 1, _MM_HINT_T1>(pf[s] + b * kPfStep);
+        __m512i t4[4], q[8];
+        transpose_nibbles16(rows[s], off + 2, t4);
+        split_nibbles(t4, q);
+        const __m512 wd = _mm512_load_ps(d[s] + k * kPackRows);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) acc[s][t] = block_step(q, wd, x[t][b], acc[s][t]);
+      }
     }
-    alignas(32) uint16_t d[kPackRows];
-#pragma GCC unroll 16
-    for (size_t r = 0; r < kPackRows; ++r) __builtin_memcpy(&d[r], rows[r] + off, sizeof(uint16_t));
-    _mm512_store_ps(&s.d[b], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+  }
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) {
+    const __mmask16 m = row_mask(r[s], r1);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(a.y + t * a.ldy + r[s], m, acc[s][t]);
   }
 }
 
+struct Q4_0Groups {
+  template <int S, int T>
+  static void run(const MatmulArgs& a, const size_t (&r)[S], size_t r1) {
+    q4_0_lanes_groups<S, T>(a, r, r1);
+  }
+};
+
+// Rows [r0, r1) for T tokens: S streams of groups (G::run<S, T>), then the rest one group at a time.
+template <int T, class G>
+void matmul_q4_0_lanes(const MatmulArgs& a, size_t r0, size_t r1) {
+  constexpr int S = T <= 8 ? 2 : 1;  // S x T accumulators, 8 nibble registers and the scales in 32 registers
+  const size_t full = (r1 - r0) / kPackRows, per = full / S;
+  size_t g = 0;
+  if (per * kPackRows >= tiling::kMinStreamRows) {
+    for (size_t i = 0; i < per; ++i) {
+      size_t r[S];
+      for (int s = 0; s < S; ++s) r[s] = r0 + (s * per + i) * kPackRows;
+      G::template run<S, T>(a, r, r1);
+    }
+    g = S * per;
+  }
+  for (size_t r = r0 + g * kPackRows; r < r1; r += kPackRows) {
+    const size_t one[1] = {r};
+    G::template run<1, T>(a, one, r1);
+  }
+}
+
+using LanesFn = void (*)(const MatmulArgs&, size_t, size_t);
+template <class G, size_t... I>
+constexpr auto lanes_fns(std::index_sequence<I...>) {
+  return std::array<LanesFn, sizeof...(I)>{matmul_q4_0_lanes<static_cast<int>(I + 1), G>...};
+}
+// kLanes[n_tok - 1] handles n_tok tokens.
+constexpr auto kLanes = lanes_fns<Q4_0Groups>(std::make_index_sequence<kLanesToks>());
+
+// ---- Q4_0, more tokens: the GEMM ----
+//
+// For 16 rows and a slab of up to kSlabBlocks blocks, the rows' blocks are repacked once into PackedSlab (the
+// registers q and the scales of each block, as the path above makes them in registers); token tiles of up to
+// kPrefillToks tokens, with one float accumulator per token, then pass over it while the slab (18 KiB) stays in
+// L1. Where the GEMM starts is a measured crossover (lmrt_quant_matmul_bench avx512 5632 2048 12 5 NTOK, tokens x
+// batch GB/s): Q4_0 8 tokens in registers 88 against 9 through the slabs 78; Q4_0x16 16 in registers 114,
+// 17 through the slabs 97.
+constexpr size_t kSlabBlocks = 32;
+constexpr size_t kPrefillToks = 12;
+
+struct PackedSlab {
+  __m512i q[kSlabBlocks][8];
+  __m512 d[kSlabBlocks];
+};
+
+// Repacks blocks [b0, b0 + nbs) of the 16 rows rows[0..15] into s.
+void repack_q4_0(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nbs, PackedSlab& s) {
+  for (size_t b = 0; b < nbs; ++b) {
+    __m512i t[4], q[8];
+    transpose_nibbles16(rows, (b0 + b) * kQ4Bytes + 2, t);
+    split_nibbles(t, q);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) _mm512_store_si512(&s.q[b][j], q[j]);
+  }
+  for (size_t b = 0; b < nbs; b += 4)
+    scales4x16(rows, b0 + b, nbs - b < 4 ? nbs - b : 4, reinterpret_cast<float*>(&s.d[b]));
+}
+
 // Y[t * ldy + r'] for the slab's 16 rows (those in `rows`) and T tokens whose activation rows start at
-// x (already advanced to the slab's first block), `x_row_bytes` apart. The first slab stores, later ones
-// add.
+// x (already advanced to the slab's first block), `x_row_bytes` apart. The first slab starts each chain at zero,
+// later ones carry on from what the earlier slabs stored.
 template <int T>
 void prefill_tile(const PackedSlab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool first, float* y,
                   size_t ldy, __mmask16 rows) {
@@ -326,12 +299,12 @@ void prefill_tile(const PackedSlab& s, size_t nbs, const uint8_t* x, size_t x_ro
 #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) {
     xt[t] = reinterpret_cast<const BlockQ8Act*>(x + t * x_row_bytes);
-    acc[t] = _mm512_setzero_ps();
+    acc[t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, y + t * ldy);
   }
   for (size_t b = 0; b < nbs; ++b) {
     // Weight register outermost, tokens innermost: the T sums are independent, so consecutive
     // vpdpbusd never wait on each other (token-major order leaves chains of 8 dependent ones that
-    // the scheduler cannot hide).
+    // the scheduler cannot hide). The arithmetic is block_step's.
     __m512i sum[T];
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) sum[t] = _mm512_set1_epi32(xt[t][b].minus8_sum);
@@ -348,11 +321,7 @@ void prefill_tile(const PackedSlab& s, size_t nbs, const uint8_t* x, size_t x_ro
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(wd, _mm512_set1_ps(xt[t][b].d)), acc[t]);
   }
 #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) {
-    float* yt = y + t * ldy;
-    const __m512 v = first ? acc[t] : _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(rows, yt));
-    _mm512_mask_storeu_ps(yt, rows, v);
-  }
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
 }
 
 using PrefillTileFn = void (*)(const PackedSlab&, size_t, const uint8_t*, size_t, bool, float*, size_t, __mmask16);
@@ -363,13 +332,6 @@ constexpr auto prefill_tiles(std::index_sequence<I...>) {
 }
 // kPrefillTiles[tn - 1] handles tn tokens.
 constexpr auto kPrefillTiles = prefill_tiles(std::make_index_sequence<kPrefillToks>());
-
-// Rows pointers of the 16-row group at r (rows past r1 repeat the last row: read from valid memory,
-// never stored).
-void group_rows(const MatmulArgs& a, size_t r, size_t r1, const uint8_t* (&rows)[kPackRows]) {
-  const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
-  for (size_t i = 0; i < kPackRows; ++i) rows[i] = a.w + (r + (i < n_rows ? i : n_rows - 1)) * a.w_row_bytes;
-}
 
 // Fetches blocks [b0, b0 + nbs) of the group's rows into L2 while the current slab is computed, so the
 // next repack does not wait on memory (16 rows are more streams than the hardware prefetcher follows).
@@ -384,15 +346,14 @@ void prefetch_slab(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nb
 // Repacks blocks [b0, b0 + nbs) of a Q4_0x16 group (formats/q4_0x16.h) into s: each 64-byte line
 // of a unit already holds raw dword c of the 16 rows, one per lane, so this is only the nibble split.
 void repack_q4_0x16(const uint8_t* group, size_t b0, size_t nbs, PackedSlab& s) {
-  const __m512i nib = _mm512_set1_epi8(0x0F);
   for (size_t b = 0; b < nbs; ++b) {
     const uint8_t* unit = group + (b0 + b) * kQ4_0x16UnitBytes;
+    __m512i t[4], q[8];
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m512i q = _mm512_loadu_si512(unit + 32 + 64 * c);
-      _mm512_store_si512(&s.q[b][c], _mm512_and_si512(q, nib));
-      _mm512_store_si512(&s.q[b][4 + c], _mm512_and_si512(_mm512_srli_epi32(q, 4), nib));
-    }
+    for (int c = 0; c < 4; ++c) t[c] = _mm512_loadu_si512(unit + 32 + 64 * c);
+    split_nibbles(t, q);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) _mm512_store_si512(&s.q[b][j], q[j]);
     _mm512_store_ps(&s.d[b], _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit))));
   }
 }
@@ -406,8 +367,7 @@ void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1
   const size_t tile_toks = (n_tok + n_tiles - 1) / n_tiles;
   PackedSlab slab;
   for (size_t r = r0; r < r1; r += kPackRows) {
-    const size_t n_rows = r1 - r < kPackRows ? r1 - r : kPackRows;
-    const __mmask16 row_mask = static_cast<__mmask16>((1u << n_rows) - 1);
+    const __mmask16 rows_mask = row_mask(r, r1);
     const uint8_t* rows[kPackRows];
     const uint8_t* group = a.w + r * a.w_row_bytes;  // Q4_0x16: the group's units, consecutive
     if constexpr (!kX16) group_rows(a, r, r1, rows);
@@ -431,108 +391,25 @@ void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1
       for (size_t t = 0; t < n_tok; t += tile_toks) {
         const size_t tn = n_tok - t < tile_toks ? n_tok - t : tile_toks;
         kPrefillTiles[tn - 1](slab, nbs, a.x + t * a.x_row_bytes + b0 * kActBytes, a.x_row_bytes, b0 == 0,
-                              a.y + t * a.ldy + r, a.ldy, row_mask);
+                              a.y + t * a.ldy + r, a.ldy, rows_mask);
       }
     }
   }
 }
-
-// ---- Q4_0 small batches (a batched decode step of kPrefillMinToks to kSmallBatchToks sequences) ----
-//
-// The decode layout, no repacking: each row's 4-block step is loaded and split once for all T tokens, whose
-// activation lanes (LaneX) are prepared once per call for a stretch of steps (kMaxLaneSteps lanes on the stack,
-// as one-token decode), so a step costs one weight load and T dot products. lmrt_quant_matmul_bench avx512 2048
-// 768 200 5 NTOK, weights from memory: 4 tokens 7.6 GB/s against 6.3 through the slab GEMM, 8 tokens 4.9 against
-// 4.8 (so the GEMM from 7 on); 2 and 3 tokens 9.8 and 7.9 against 12.2 and 9.3 through QuantTiles (which keeps them).
-constexpr size_t kSmallBatchToks = 6;
-
-// Rows [r0, r1) over steps [s0, s1) of T tokens whose lanes are xs[(s - s0) * T + t]; the first stretch stores Y,
-// later ones add.
-template <int T>
-void q4_0_small_rows(const MatmulArgs& a, const LaneX* xs, size_t s0, size_t s1, size_t r0, size_t r1) {
-  const size_t nb = a.n / kBlock;
-  for (size_t r = r0; r < r1; ++r) {
-    const uint8_t* row = a.w + r * a.w_row_bytes;
-    __m512 acc[T];
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    for (size_t s = s0; s < s1; ++s) {
-      const size_t b = s * kGroup;
-      // The row after next, at the pace this one is read (adjacent rows are one stream).
-      const uint8_t* ahead = row + 2 * a.w_row_bytes + b * kQ4Bytes;
-      _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + kLine), _MM_HINT_T0);
-      const QuantStep ws = nb - b >= kGroup ? Q4_0Weights::load<true>(row + b * kQ4Bytes, kGroup)
-                                            : Q4_0Weights::load<false>(row + b * kQ4Bytes, nb - b);
-      const LaneX* xt = xs + (s - s0) * T;
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) acc[t] = step_dot(ws, xt[t], acc[t]);
-    }
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      const float v = _mm512_reduce_add_ps(acc[t]);
-      float& out = a.y[t * a.ldy + r];
-      out = s0 == 0 ? v : out + v;
-    }
-  }
-}
-
-template <int T>
-void matmul_q4_0_small(const MatmulArgs& a, size_t r0, size_t r1) {
-  const size_t nb = a.n / kBlock, steps = (nb + kGroup - 1) / kGroup;
-  constexpr size_t kStretch = kMaxLaneSteps / T;  // steps whose lanes fit the stack buffer
-  LaneX xs[kStretch * T];
-  for (size_t s0 = 0; s0 < steps; s0 += kStretch) {
-    const size_t s1 = steps - s0 < kStretch ? steps : s0 + kStretch;
-    for (size_t s = s0; s < s1; ++s) {
-      const size_t b = s * kGroup;
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* xp = a.x + t * a.x_row_bytes + b * kActBytes;
-        xs[(s - s0) * T + t] = nb - b >= kGroup ? lane_x<true>(xp, kGroup) : lane_x<false>(xp, nb - b);
-      }
-    }
-    q4_0_small_rows<T>(a, xs, s0, s1, r0, r1);
-  }
-}
-
-using SmallBatchFn = void (*)(const MatmulArgs&, size_t, size_t);
-template <size_t... I>
-constexpr auto small_batch_fns(std::index_sequence<I...>) {
-  return std::array<SmallBatchFn, sizeof...(I)>{matmul_q4_0_small<static_cast<int>(I + kPrefillMinToks)>...};
-}
-// kSmallBatch[n_tok - kPrefillMinToks] handles n_tok tokens.
-constexpr auto kSmallBatch = small_batch_fns(std::make_index_sequence<kSmallBatchToks - kPrefillMinToks + 1>());
 
 void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                  size_t r0, size_t r1, float* y, size_t ldy) {
-  if (n_tok >= kPrefillMinToks && n_tok <= kSmallBatchToks && r0 < r1) {
-    const MatmulArgs a{
-        static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
-    kSmallBatch[n_tok - kPrefillMinToks](a, r0, r1);
-    return;
-  }
-  const size_t steps = (n / kBlock + kGroup - 1) / kGroup;
-  if (n_tok == 1 && r0 < r1 && steps <= kMaxLaneSteps) {
-    LaneX xs[kMaxLaneSteps];
-    const auto* xb = static_cast<const uint8_t*>(x);
-    const size_t nb = n / kBlock;
-    for (size_t g = 0; g < steps; ++g) {
-      const size_t b = g * kGroup;
-      xs[g] = nb - b >= kGroup ? lane_x<true>(xb + b * kActBytes, kGroup) : lane_x<false>(xb + b * kActBytes, nb - b);
-    }
-    tiling::run_tiled<Q4_0DecodeTiles>(w, w_row_bytes, xs, 0, n, 1, r0, r1, y, ldy);
-    return;
-  }
-  if (n_tok < kPrefillMinToks || r0 >= r1) {
-    tiling::run_tiled<QuantTiles<Q4_0Weights>>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
-    return;
-  }
+  if (r0 >= r1 || n_tok == 0) return;
   const MatmulArgs a{
       static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
+  if (n_tok <= kLanesToks) {
+    kLanes[n_tok - 1](a, r0, r1);
+    return;
+  }
   matmul_q4_0_prefill<false>(a, n_tok, r0, r1);
 }
 
-// ---- end of Q4_0 prefill ----
+// ---- end of Q4_0 ----
 
 // ---- Q4_0x16 (formats/q4_0x16.h) ----
 //
@@ -594,15 +471,61 @@ struct Q4_0x16Decode {
   }
 };
 
+// Up to kX16LanesToks tokens straight from the units (r a multiple of 16): a unit's 4 lines are block_step's nibble
+// registers before the split, its first 32 bytes the 16 scales, so the sums are those of Q4_0 and of the GEMM.
+struct Q4_0x16Groups {
+  template <int S, int T>
+  static void run(const MatmulArgs& a, const size_t (&r)[S], size_t) {
+    const size_t nb = a.n / kBlock;
+    const uint8_t* p[S];
+    const BlockQ8Act* x[T];
+    __m512 acc[S][T];
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      p[s] = a.w + r[s] * a.w_row_bytes;
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[s][t] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const BlockQ8Act*>(a.x + t * a.x_row_bytes);
+    for (size_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) {
+        const uint8_t* unit = p[s] + b * kQ4_0x16UnitBytes;
+        prefetch_span<kQ4_0x16UnitBytes>(unit + kX16UnitsAhead * kQ4_0x16UnitBytes);
+        __m512i lines[4], q[8];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) lines[c] = _mm512_loadu_si512(unit + 32 + 64 * c);
+        split_nibbles(lines, q);
+        const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) acc[s][t] = block_step(q, wd, x[t][b], acc[s][t]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + t * a.ldy + r[s], acc[s][t]);
+  }
+};
+
+constexpr size_t kX16LanesToks = 16;
+constexpr auto kX16Lanes = lanes_fns<Q4_0x16Groups>(std::make_index_sequence<kX16LanesToks>());
+
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
-  if (n_tok != 1) {  // a batch: the Q4_0 GEMM, its slabs unpacked straight from the groups
-    const MatmulArgs a{
-        static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
-    matmul_q4_0_prefill<true>(a, n_tok, r0, r1);
+  if (r0 >= r1 || n_tok == 0) return;
+  if (n_tok == 1) {
+    tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
     return;
   }
-  tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
+  const MatmulArgs a{
+      static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, y, ldy};
+  if (n_tok <= kX16LanesToks) {
+    kX16Lanes[n_tok - 1](a, r0, r1);
+    return;
+  }
+  matmul_q4_0_prefill<true>(a, n_tok, r0, r1);  // the GEMM, its slabs split straight from the units
 }
 
 // ---- end of Q4_0x16 ----

@@ -10,21 +10,21 @@
 namespace lmrt {
 
 Status LlamaModel::load(std::unique_ptr<GgufFile> gguf, std::unique_ptr<LlamaModel>* out) {
-  return load(std::move(gguf), repack_k_quants_by_default(), out);
+  return load(std::move(gguf), repack_weights_by_default(), out);
 }
 
-Status LlamaModel::load(std::unique_ptr<GgufFile> gguf, bool repack_k_quants, std::unique_ptr<LlamaModel>* out) {
+Status LlamaModel::load(std::unique_ptr<GgufFile> gguf, bool repack, std::unique_ptr<LlamaModel>* out) {
   std::unique_ptr<LlamaModel> m(new LlamaModel());
   m->gguf_ = std::move(gguf);
   LMRT_RETURN_IF_ERROR(m->init());
-  if (repack_k_quants) {
+  if (repack) {
     std::vector<WeightView*> matmuls;
     for (LayerWeights& L : m->layers_)
       for (WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matmuls.push_back(v);
     if (!m->tied_output_) matmuls.push_back(&m->output_);
     const WeightView* lookups[] = {&m->tok_embd_};
     RepackReport r;
-    repack_k_quant_weights(*m->gguf_, matmuls, lookups, &r);
+    repack_weights(*m->gguf_, matmuls, lookups, &r);
     m->repacked_tensors_ = r.tensors;
     m->repacked_bytes_ = r.bytes;
     m->repack_seconds_ = r.seconds;

@@ -40,11 +40,11 @@ class LlamaModel {
   // Builds the model over a parsed GGUF file (taking ownership). Checks the architecture, every
   // hyper-parameter and every tensor's presence, shape and type. Errors: unsupported (another
   // architecture), bad_format (missing or mis-shaped tensors, inconsistent hyper-parameters).
-  // repack_k_quants: rewrite the Q4_K / Q6_K matrices in place into the 8-row interleaved layouts
+  // repack: rewrite the Q4_0 / Q4_K / Q6_K matrices in place into the interleaved layouts
   // (runtime/model/weight_repack.h); by default when the best kernel table has kernels for them and
-  // LMRT_REPACK is not 0. The views of a rewritten matrix then carry the x8 type; gguf() keeps the file's.
+  // LMRT_REPACK is not 0. The views of a rewritten matrix then carry the interleaved type; gguf() keeps the file's.
   static Status load(std::unique_ptr<GgufFile> gguf, std::unique_ptr<LlamaModel>* out);
-  static Status load(std::unique_ptr<GgufFile> gguf, bool repack_k_quants, std::unique_ptr<LlamaModel>* out);
+  static Status load(std::unique_ptr<GgufFile> gguf, bool repack, std::unique_ptr<LlamaModel>* out);
 
   const ModelConfig& hparams() const { return hp_; }
   const ModelConfig& config() const { return hp_; }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "formats/k_quants_x8.h"
+#include "formats/q4_0x16.h"
 #include "runtime/model/llama_model.h"
 #include "simd/kernels.h"
 
@@ -13,53 +14,85 @@ namespace lmrt {
 
 namespace {
 
-bool has_own_kernel(const simd::Kernels& k, TensorType x8) {
-  return simd::matmul_for(k, x8).fn != simd::matmul_for(*simd::scalar_kernels(), x8).fn;
+bool has_own_kernel(const simd::Kernels& k, TensorType packed) {
+  return simd::matmul_for(k, packed).fn != simd::matmul_for(*simd::scalar_kernels(), packed).fn;
 }
 
 bool inside(const uint8_t* p, const GgufTensorInfo& t) { return p >= t.data && p < t.data + t.n_bytes; }
 
+// How a standard type is repacked: into which interleaved type, in groups of how many rows, by which rewrite.
+struct Repacking {
+  TensorType packed;
+  uint32_t group_rows;
+  uint32_t row_multiple;  // elements a row length must be a multiple of
+};
+
+bool repacking_of(TensorType standard, Repacking* out) {
+  if (standard == TensorType::q4_0) {
+    *out = {TensorType::q4_0x16, kQ4_0x16Rows, 32};
+    return true;
+  }
+  TensorType x8;
+  if (!kx8_type_of(standard, &x8)) return false;
+  *out = {x8, kKx8Rows, static_cast<uint32_t>(kQK)};
+  return true;
+}
+
 // Q6_K is repacked only with LMRT_REPACK=all: its x8 kernel is slower than the standard AVX-512 Q6_K tile
-// so far (BENCHMARKS.md, "Q4_K and Q6_K repacked at load"), Q4_Kx8 is not.
-bool wanted(TensorType standard) {
+// so far (BENCHMARKS.md, "Q4_K and Q6_K repacked at load"), Q4_Kx8 is not. Q4_0 is repacked where the table's
+// Q4_0x16 decode is the faster one (AVX-512, "Q4_0 repacked at load"; AVX2's standard Q4_0 decode already
+// transposes its blocks in registers as fast as it reads them).
+bool wanted(const simd::Kernels& k, TensorType standard) {
   if (standard == TensorType::q4_k) return true;
+  if (standard == TensorType::q4_0) return k.isa == simd::Isa::avx512;
   const char* v = std::getenv("LMRT_REPACK");
   return v != nullptr && std::strcmp(v, "all") == 0;
 }
 
-}  // namespace
-
-bool repack_k_quants_by_default() {
-  if (const char* v = std::getenv("LMRT_REPACK"); v != nullptr && std::strcmp(v, "0") == 0) return false;
-  const simd::Kernels& k = simd::kernels_for(simd::best_isa());
-  return has_own_kernel(k, TensorType::q4_kx8) || has_own_kernel(k, TensorType::q6_kx8);
+void interleave_in_place(TensorType standard, uint8_t* data, uint64_t n_rows, uint64_t n_cols) {
+  if (standard == TensorType::q4_0)
+    interleave_q4_0_in_place(data, n_rows, n_cols);
+  else
+    interleave_kx8_in_place(standard, data, n_rows, n_cols);
 }
 
-void repack_k_quant_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
-                            std::span<const WeightView* const> row_lookups, RepackReport* report) {
+}  // namespace
+
+bool repack_weights_by_default() {
+  if (const char* v = std::getenv("LMRT_REPACK"); v != nullptr && std::strcmp(v, "0") == 0) return false;
+  const simd::Kernels& k = simd::kernels_for(simd::best_isa());
+  for (TensorType t : {TensorType::q4_0, TensorType::q4_k, TensorType::q6_k}) {
+    Repacking rp;
+    if (repacking_of(t, &rp) && wanted(k, t) && has_own_kernel(k, rp.packed)) return true;
+  }
+  return false;
+}
+
+void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
+                    std::span<const WeightView* const> row_lookups, RepackReport* report) {
   const auto start = std::chrono::steady_clock::now();
   const simd::Kernels& k = simd::kernels_for(simd::best_isa());
   RepackReport r;
   std::vector<WeightView*> views;
   for (const GgufTensorInfo& t : g.tensors()) {
-    TensorType x8;
-    if (!kx8_type_of(t.type, &x8) || !wanted(t.type) || !has_own_kernel(k, x8)) continue;
-    if (t.n_dims != 2 || t.n_rows() % kKx8Rows != 0 || t.row_length() % kQK != 0) continue;
-    const uint64_t row_bytes = t.n_bytes / t.n_rows(), group_bytes = kKx8Rows * row_bytes;
+    Repacking rp;
+    if (!repacking_of(t.type, &rp) || !wanted(k, t.type) || !has_own_kernel(k, rp.packed)) continue;
+    if (t.n_dims != 2 || t.n_rows() % rp.group_rows != 0 || t.row_length() % rp.row_multiple != 0) continue;
+    const uint64_t row_bytes = t.n_bytes / t.n_rows(), group_bytes = rp.group_rows * row_bytes;
     views.clear();
     bool ok = true;
     for (WeightView* v : matmul_weights) {
       if (v->data == nullptr || !inside(v->data, t)) continue;
-      // A view (a part of a fused tensor) must start and end on a group of 8 rows.
-      ok &= v->type == t.type && (v->data - t.data) % group_bytes == 0 && v->n_rows % kKx8Rows == 0;
+      // A view (a part of a fused tensor) must start and end on a group of rows.
+      ok &= v->type == t.type && (v->data - t.data) % group_bytes == 0 && v->n_rows % rp.group_rows == 0;
       views.push_back(v);
     }
     for (const WeightView* v : row_lookups) ok &= v->data == nullptr || !inside(v->data, t);
     if (!ok || views.empty()) continue;
     uint8_t* data = g.mutable_tensor_data(t);
     if (data == nullptr) break;
-    interleave_kx8_in_place(t.type, data, t.n_rows(), t.row_length());
-    for (WeightView* v : views) v->type = x8;
+    interleave_in_place(t.type, data, t.n_rows(), t.row_length());
+    for (WeightView* v : views) v->type = rp.packed;
     ++r.tensors;
     r.bytes += t.n_bytes;
   }

@@ -1,6 +1,6 @@
-// Repacking at load: the Q4_K and Q6_K matrices a model multiplies with are rewritten in place into the
-// 8-row interleaved layouts (formats/k_quants_x8.h) that the active kernel table decodes from one
-// sequential stream, when that table has kernels of its own for them.
+// Repacking at load: the Q4_0, Q4_K and Q6_K matrices a model multiplies with are rewritten in place into the
+// interleaved layouts (formats/q4_0x16.h, formats/k_quants_x8.h) that the active kernel table decodes from one
+// sequential stream, when that table has kernels of its own for them and they are the faster ones.
 #pragma once
 
 #include <cstdint>
@@ -20,14 +20,15 @@ struct RepackReport {
 };
 
 // Whether repacking is wanted: false when LMRT_REPACK=0 (A/B runs), else whether the best kernel table
-// (simd::best_isa) has its own Q4_Kx8 / Q6_Kx8 kernels.
-bool repack_k_quants_by_default();
+// (simd::best_isa) repacks some type (its own Q4_0x16 on AVX-512, Q4_Kx8 / Q6_Kx8 kernels).
+bool repack_weights_by_default();
 
-// Rewrites every Q4_K tensor (and Q6_K with LMRT_REPACK=all) of g that is 2-D with a multiple of 8 rows, that some view
-// in `matmul_weights` points into, every such view on whole 8-row groups, and that no view in `row_lookups` (token
-// embeddings, read a row at a time) touches; the views of a rewritten tensor get the x8 type. The file header keeps its
-// types. Nothing is rewritten when g's bytes are not writable (MappedFile::view).
-void repack_k_quant_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
-                            std::span<const WeightView* const> row_lookups, RepackReport* report);
+// Rewrites every Q4_K tensor (Q4_0 on AVX-512, Q6_K with LMRT_REPACK=all) of g that is 2-D with a multiple of the
+// group's rows (8; 16 for Q4_0x16), that some view in `matmul_weights` points into, every such view on whole groups,
+// and that no view in `row_lookups` (token embeddings, read a row at a time) touches; the views of a rewritten tensor
+// get the interleaved type. The file header keeps its types. Nothing is rewritten when g's bytes are not writable
+// (MappedFile::view).
+void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
+                    std::span<const WeightView* const> row_lookups, RepackReport* report);
 
 }  // namespace lmrt

@@ -85,6 +85,11 @@ uint8_t* MappedFile::make_writable(const uint8_t* p, size_t n) {
     const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
     const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) & ~(page - 1);
     if (::mprotect(reinterpret_cast<void*>(begin), end - begin, PROT_READ | PROT_WRITE) != 0) return nullptr;
+    // Make every page this process's own in one call (Linux 5.14+; elsewhere the first writes do it): a page
+    // first read then written faults twice and flushes the TLB of every CPU running this process, which made
+    // rewriting a 1.1B model's matrices take seconds.
+    constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
+    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);
   }
   return const_cast<uint8_t*>(p);
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "formats/blocks.h"
+#include "formats/q4_0x16.h"
 #include "simd/kernels.h"
 
 namespace {
@@ -46,12 +47,12 @@ struct Kernel {
 };
 
 // Every block type the ISA's table multiplies with 8-bit activations: Q4_0 first, then the others in the
-// type table's order.
-std::vector<Kernel> kernels(Isa isa) {
+// type table's order (Q4_0x16 when the rows are whole groups of 16).
+std::vector<Kernel> kernels(Isa isa, size_t rows) {
   const Kernels& k = kernels_for(isa);
   std::vector<Kernel> v;
   for (const TensorTypeTraits& t : all_tensor_types()) {
-    if (t.type == TensorType::q4_0x16) continue;  // needs whole 16-row groups: the Q4_0 kernel stands for it
+    if (t.type == TensorType::q4_0x16 && rows % kQ4_0x16Rows != 0) continue;
     const Matmul& m = matmul_for(k, t.type);
     if (m.input == ActivationFormat::f32) continue;
     v.push_back({t.name, m.fn, t.block_size, t.block_bytes, m.input == ActivationFormat::q8_k});
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
   }
   std::vector<float> y(n_tok * rows);
 
-  for (const Kernel& k : kernels(isa)) {
+  for (const Kernel& k : kernels(isa, rows)) {
     const size_t row_bytes = n / k.block_elems * k.block_bytes, bytes = rows * row_bytes;
     std::vector<uint8_t> w(copies * bytes);
     for (auto& b : w) b = static_cast<uint8_t>(rng());

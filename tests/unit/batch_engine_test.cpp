@@ -182,8 +182,8 @@ INSTANTIATE_TEST_SUITE_P(ThreadsAndIsas, BatchEngineMatchesAlone,
 // interleaved with the others' decode steps, so the matmuls see every batch size from 1 to 8 and beyond) each
 // get exactly the tokens they get alone, at 1, 2 and 3 threads. Each case is a model whose matmuls are
 // batch-invariant on that ISA (batch_invariance_test.cpp prints the kernel audit): the float and Q8_0 models
-// everywhere but NEON; Q4_0 (with its Q6_K output matrix) on scalar and AVX2; Q4_K_M (Q4_K, Q6_K; Q4_Kx8 repacked
-// on AVX-512) on AVX2 and AVX-512.
+// everywhere but NEON; Q4_0 (with its Q6_K output matrix) and Q4_K_M (Q4_K, Q6_K; Q4_Kx8 repacked on AVX-512) on
+// scalar, AVX2 and AVX-512.
 struct InvarianceCase {
   const char* model;
   simd::Isa isa;
@@ -234,9 +234,10 @@ std::vector<InvarianceCase> invariance_cases() {
       v.push_back({"TinyStories-656K-Q8_0.gguf", isa, threads, 8});
     }
     v.push_back({"quant/base-Q4_0.gguf", simd::Isa::scalar, threads, 8});
-    v.push_back({"quant/base-Q4_0.gguf", simd::Isa::avx2, threads, 8});
-    v.push_back({"quant/base-Q4_K_M.gguf", simd::Isa::avx2, threads, 8});
-    v.push_back({"quant/base-Q4_K_M.gguf", simd::Isa::avx512, threads, 8});
+    for (simd::Isa isa : {simd::Isa::avx2, simd::Isa::avx512}) {
+      v.push_back({"quant/base-Q4_0.gguf", isa, threads, 8});
+      v.push_back({"quant/base-Q4_K_M.gguf", isa, threads, 8});
+    }
   }
   return v;
 }

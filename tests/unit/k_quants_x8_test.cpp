@@ -250,18 +250,19 @@ TEST(Kx8Kernels, EveryBatchGivesTheStandardKernelsBits) {
   }
 }
 
-// The logits of `ids` from base-Q4_K_M.gguf, loaded with repacking on or off: the first 48 as one batch
-// (prefill), the rest one token at a time (decode).
+// The logits of `ids` from `model` (base-Q4_K_M.gguf by default), loaded with repacking on or off: the first 48 as
+// one batch (prefill), the rest one token at a time (decode).
 struct ModelRun {
   std::vector<float> logits;
   uint32_t repacked = 0;
-  bool q4_k_view = false;  // some layer weight still has the file's Q4_K type
+  bool file_view = false;  // some layer weight still has the file's type (`standard`)
 };
 
-ModelRun run_model(bool repack, const std::vector<int32_t>& ids) {
+ModelRun run_model(bool repack, const std::vector<int32_t>& ids, const char* model = "quant/base-Q4_K_M.gguf",
+                   TensorType standard = TensorType::q4_k) {
   ModelRun out;
   std::unique_ptr<GgufFile> g;
-  Status s = GgufFile::open(test::model_path("quant/base-Q4_K_M.gguf"), true, &g);
+  Status s = GgufFile::open(test::model_path(model), true, &g);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return out;
   std::unique_ptr<LlamaModel> m;
@@ -269,11 +270,11 @@ ModelRun run_model(bool repack, const std::vector<int32_t>& ids) {
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return out;
   out.repacked = m->repacked_tensors();
-  for (const LayerWeights& L : m->layers())
-    out.q4_k_view |= L.wq.type == TensorType::q4_k || L.w_down.type == TensorType::q4_k;
+  for (const LayerWeights& L : m->layers()) out.file_view |= L.wq.type == standard || L.w_down.type == standard;
   // The header keeps the file's types.
   for (const GgufTensorInfo& t : m->gguf().tensors())
-    EXPECT_TRUE(t.type != TensorType::q4_kx8 && t.type != TensorType::q6_kx8) << t.name;
+    EXPECT_TRUE(t.type != TensorType::q4_kx8 && t.type != TensorType::q6_kx8 && t.type != TensorType::q4_0x16)
+        << t.name;
   const uint32_t vocab = m->hparams().n_vocab;
   ContextParams p;
   p.n_ctx = 128;
@@ -295,23 +296,26 @@ ModelRun run_model(bool repack, const std::vector<int32_t>& ids) {
   return out;
 }
 
+std::vector<int32_t> reference_ids(size_t n) {
+  std::vector<int32_t> ids;
+  std::istringstream in(test::read_file(test::model_path("quant/ids.txt")));
+  int32_t v;
+  while (in >> v) ids.push_back(v);
+  EXPECT_GE(ids.size(), n);
+  ids.resize(n);
+  return ids;
+}
+
 TEST(Kx8Model, RepackedQ4_K_MGivesTheSameLogits) {
   const simd::Kernels& best = simd::kernels_for(simd::best_isa());
   if (simd::matmul_for(best, TensorType::q4_kx8).fn == simd::matmul_for(*simd::scalar_kernels(), TensorType::q4_kx8).fn)
     GTEST_SKIP() << "the best kernel table here has no x8 kernels: nothing is repacked";
-  std::vector<int32_t> ids;
-  {
-    std::istringstream in(test::read_file(test::model_path("quant/ids.txt")));
-    int32_t v;
-    while (in >> v) ids.push_back(v);
-  }
-  ASSERT_GE(ids.size(), 56u);
-  ids.resize(56);
+  const std::vector<int32_t> ids = reference_ids(56);
   const ModelRun off = run_model(false, ids), on = run_model(true, ids);
   EXPECT_EQ(off.repacked, 0u);
   EXPECT_GT(on.repacked, 0u);
-  EXPECT_TRUE(off.q4_k_view);
-  EXPECT_FALSE(on.q4_k_view);
+  EXPECT_TRUE(off.file_view);
+  EXPECT_FALSE(on.file_view);
   ASSERT_EQ(on.logits.size(), off.logits.size());
   ASSERT_FALSE(on.logits.empty());
   const size_t vocab = on.logits.size() / ids.size();
@@ -329,6 +333,23 @@ TEST(Kx8Model, RepackedQ4_K_MGivesTheSameLogits) {
     EXPECT_LT(std::sqrt(num / den), 1e-3) << "position " << i;
     EXPECT_EQ(top_a, top_b) << "position " << i;
   }
+}
+
+// Where Q4_0 is repacked at load (AVX-512), the Q4_0x16 kernels sum every row as the Q4_0 ones do, so a llama.cpp
+// Q4_0 file gives exactly the logits it gives unrepacked, in a batch and one token at a time.
+TEST(Q4_0x16Model, RepackedQ4_0GivesTheFilesBits) {
+  if (simd::best_isa() != simd::Isa::avx512) GTEST_SKIP() << "Q4_0 is repacked at load on AVX-512 only";
+  const std::vector<int32_t> ids = reference_ids(56);
+  const ModelRun off = run_model(false, ids, "quant/base-Q4_0.gguf", TensorType::q4_0);
+  const ModelRun on = run_model(true, ids, "quant/base-Q4_0.gguf", TensorType::q4_0);
+  EXPECT_EQ(off.repacked, 0u);
+  EXPECT_GT(on.repacked, 0u);
+  EXPECT_TRUE(off.file_view);
+  EXPECT_FALSE(on.file_view);
+  ASSERT_EQ(on.logits.size(), off.logits.size());
+  ASSERT_FALSE(on.logits.empty());
+  for (size_t i = 0; i < on.logits.size(); ++i)
+    ASSERT_EQ(std::memcmp(&on.logits[i], &off.logits[i], sizeof(float)), 0) << "logit " << i;
 }
 
 // Repacking rewrites the process's copy-on-write pages of the Q4_K matrices only: the file on disk keeps
