@@ -235,20 +235,9 @@ struct Q4_0Groups {
 template <int T, class G>
 void matmul_q4_0_lanes(const MatmulArgs& a, size_t r0, size_t r1) {
   constexpr int S = T <= 8 ? 2 : 1;  // S x T accumulators, 8 nibble registers and the scales in 32 registers
-  const size_t full = (r1 - r0) / kPackRows, per = full / S;
-  size_t g = 0;
-  if (per * kPackRows >= tiling::kMinStreamRows) {
-    for (size_t i = 0; i < per; ++i) {
-      size_t r[S];
-      for (int s = 0; s < S; ++s) r[s] = r0 + (s * per + i) * kPackRows;
-      G::template run<S, T>(a, r, r1);
-    }
-    g = S * per;
-  }
-  for (size_t r = r0 + g * kPackRows; r < r1; r += kPackRows) {
-    const size_t one[1] = {r};
-    G::template run<1, T>(a, one, r1);
-  }
+  tiling::group_streams<S, kPackRows>(
+      r0, r1, [&](const size_t(&r)[S]) { G::template run<S, T>(a, r, r1); },
+      [&](const size_t(&r)[1]) { G::template run<1, T>(a, r, r1); });
 }
 
 using LanesFn = void (*)(const MatmulArgs&, size_t, size_t);

@@ -33,6 +33,26 @@ inline constexpr size_t kMinStreamRows = 16;
 // How far ahead, in rows of its own stream, a decode tile prefetches (ISA files that prefetch).
 inline constexpr size_t kStreamAheadRows = 2;
 
+// The groups of kRows rows of [r0, r1) read as S streams far apart: run(r) with the first rows of S groups, one
+// from each stream's stretch, then run_one(r) for each group left (the last may be partial).
+template <int S, size_t kRows, class Run, class RunOne>
+void group_streams(size_t r0, size_t r1, Run&& run, RunOne&& run_one) {
+  const size_t per = (r1 - r0) / kRows / S;
+  size_t g = 0;
+  if (per * kRows >= kMinStreamRows) {
+    for (size_t i = 0; i < per; ++i) {
+      size_t r[S];
+      for (int s = 0; s < S; ++s) r[s] = r0 + (s * per + i) * kRows;
+      run(r);
+    }
+    g = S * per;
+  }
+  for (size_t r = r0 + g * kRows; r < r1; r += kRows) {
+    const size_t one[1] = {r};
+    run_one(one);
+  }
+}
+
 // Weight bytes kept hot (L2) while every token tile passes over them during prefill.
 inline constexpr size_t kRowChunkBytes = 256 * 1024;
 

@@ -158,20 +158,9 @@ constexpr int kDecodeStreams = 4;
 
 inline void decode(const uint8_t* w, size_t w_row_bytes, const BlockQ8Act* x, size_t nb, size_t r0, size_t r1,
                    float* y) {
-  const size_t full = (r1 - r0) / kRows, per = full / kDecodeStreams;
-  size_t g = 0;
-  if (per * kRows >= tiling::kMinStreamRows) {
-    for (size_t i = 0; i < per; ++i) {
-      size_t r[kDecodeStreams];
-      for (int s = 0; s < kDecodeStreams; ++s) r[s] = r0 + (s * per + i) * kRows;
-      decode_groups<kDecodeStreams>(w, w_row_bytes, x, nb, r, r1, y);
-    }
-    g = kDecodeStreams * per;
-  }
-  for (size_t r = r0 + g * kRows; r < r1; r += kRows) {
-    const size_t one[1] = {r};
-    decode_groups<1>(w, w_row_bytes, x, nb, one, r1, y);
-  }
+  tiling::group_streams<kDecodeStreams, kRows>(
+      r0, r1, [&](const size_t(&r)[kDecodeStreams]) { decode_groups<kDecodeStreams>(w, w_row_bytes, x, nb, r, r1, y); },
+      [&](const size_t(&r)[1]) { decode_groups<1>(w, w_row_bytes, x, nb, r, r1, y); });
 }
 
 // ---- Q4_0x16 batches (formats/q4_0x16.h) ----
