@@ -165,8 +165,8 @@ struct FloatTiles {
   }
 };
 
-// Not inlined into q4_0x16_via_q4_0.h's fallback: every other caller goes through the table anyway, and
-// inlined with that caller's constant row range GCC 12 warns about a loop it cannot prove finite.
+// Not inlined: every caller goes through the table anyway, and inlined with a constant row range GCC 12 warns
+// about a loop it cannot prove finite.
 template <class K>
 [[gnu::noinline]] void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
                               size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {

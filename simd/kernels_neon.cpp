@@ -9,8 +9,8 @@
 // (four products of |w| <= 8 and |x| <= 128 stay below 2^15) and a pairwise add widens to int32. Integer
 // sums are exact either way; only the float accumulation order differs from the scalar reference.
 //
-// Q4_0x16 decode reads the interleaved units directly (SDOT by lane, or SMLAL without dotprod; see its
-// section); Q4_0x16 batches un-interleave groups for the Q4_0 tiles (q4_0x16_via_q4_0.h).
+// Q4_0x16 reads the interleaved units directly (SDOT by lane, or SMLAL without dotprod; see its section), one
+// token or a batch.
 //
 // Float matmuls (F32, F16, BF16, and Q8_0 weights against float activations, see kernels_scalar.cpp)
 // walk 8 elements a step. F16 widens with FCVTL, which is base ARMv8-A and exact for every finite half.
@@ -32,7 +32,6 @@
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/matmul_tiling.h"
-#include "simd/q4_0x16_via_q4_0.h"
 #include "simd/quant_kernels.h"
 
 // For the functions that use SDOT; callers must check HWCAP_ASIMDDP first.
@@ -185,8 +184,8 @@ struct Q4_0WideningTiles : Q4_0TileShape {
 // lane: its low nibbles pair with activation bytes 4c..4c+3 and its high nibbles with 16+4c..16+4c+3,
 // the same 4 bytes for every row. The nibbles are used unsigned (0..15) and each row's integer sum starts
 // at the block's minus8_sum, which adds the -8 offset of all 32 weights at once. The 16 fp16 scales
-// widen to four float32x4, one per register of rows, so no horizontal sums are needed. Decode only; a
-// batch goes through q4_0x16_via_q4_0.h.
+// widen to four float32x4, one per register of rows, so no horizontal sums are needed. A batch takes the same
+// arithmetic a group and up to 4 tokens at a time.
 
 constexpr size_t kX16UnitsAhead = 4;  // prefetch distance, in units of each stream
 
@@ -270,6 +269,69 @@ template <class Rows, int S>
     for (int k = 0; k < 4; ++k) vst1q_f32(y[s] + 4 * k, acc[s][k]);
 }
 
+// T tokens (T <= 4) of one group, the decode arithmetic per token: each (row, token) sums exactly as
+// q4_0x16_decode_groups sums it, so a token gets the same bits alone and in any batch (issue 17 point 7).
+template <class Rows, int T>
+[[gnu::always_inline]] inline void q4_0x16_token_tile(const uint8_t* group, size_t nb, const uint8_t* x,
+                                                      size_t x_row_bytes, float* y, size_t ldy) {
+  float32x4_t acc[T][4];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) acc[t][k] = vdupq_n_f32(0.0f);
+  for (size_t b = 0; b < nb; ++b) {
+    const uint8_t* unit = group + b * kQ4_0x16UnitBytes;
+    const float16x8_t d0 = vreinterpretq_f16_u8(vld1q_u8(unit)), d1 = vreinterpretq_f16_u8(vld1q_u8(unit + 16));
+    const float32x4_t dw[4] = {vcvt_f32_f16(vget_low_f16(d0)), vcvt_high_f32_f16(d0), vcvt_f32_f16(vget_low_f16(d1)),
+                               vcvt_high_f32_f16(d1)};
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + t * x_row_bytes + b * kActBytes;
+      const ActBlock xa = load_act(xb);
+      const int32x4_t m8 = vdupq_n_s32(load_minus8_sum(xb));
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const int32x4_t dot = Rows::rows4(unit + 32 + 16 * k, xa, m8);
+        acc[t][k] = vfmaq_f32(acc[t][k], vcvtq_f32_s32(dot), vmulq_f32(dw[k], xa.d));
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) vst1q_f32(y + t * ldy + 4 * k, acc[t][k]);
+}
+
+// A batch: each group's units for tiles of up to 4 tokens (the group, at most tens of KiB, stays in cache
+// between its tiles).
+template <class Rows>
+[[gnu::always_inline]] inline void q4_0x16_batch(const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
+                                                 size_t x_row_bytes, size_t n, size_t n_tok, size_t r0, size_t r1,
+                                                 float* y, size_t ldy) {
+  const size_t nb = n / kBlock;
+  for (size_t g = r0 / kQ4_0x16Rows; g < r1 / kQ4_0x16Rows; ++g) {
+    const uint8_t* group = w + g * kQ4_0x16Rows * w_row_bytes;
+    float* yg = y + g * kQ4_0x16Rows;
+    size_t t = 0;
+    for (; t + 4 <= n_tok; t += 4)
+      q4_0x16_token_tile<Rows, 4>(group, nb, x + t * x_row_bytes, x_row_bytes, yg + t * ldy, ldy);
+    const uint8_t* xt = x + t * x_row_bytes;
+    switch (n_tok - t) {
+      case 3:
+        q4_0x16_token_tile<Rows, 3>(group, nb, xt, x_row_bytes, yg + t * ldy, ldy);
+        break;
+      case 2:
+        q4_0x16_token_tile<Rows, 2>(group, nb, xt, x_row_bytes, yg + t * ldy, ldy);
+        break;
+      case 1:
+        q4_0x16_token_tile<Rows, 1>(group, nb, xt, x_row_bytes, yg + t * ldy, ldy);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 // 4 streams: 16 float accumulators, half the 32 registers (GCC 12 keeps some on the stack; those L1
 // loads and stores are cheap next to the weight stream).
 struct Q4_0x16SdotDecode {
@@ -277,6 +339,10 @@ struct Q4_0x16SdotDecode {
   template <int S>
   LMRT_TARGET_DOTPROD static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
     q4_0x16_decode_groups<SdotX16Rows, S>(p, nb, static_cast<const uint8_t*>(x), y);
+  }
+  LMRT_TARGET_DOTPROD static void batch(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes,
+                                        size_t n, size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
+    q4_0x16_batch<SdotX16Rows>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
   }
 };
 
@@ -286,14 +352,19 @@ struct Q4_0x16WideningDecode {
   static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
     q4_0x16_decode_groups<WideningX16Rows, S>(p, nb, static_cast<const uint8_t*>(x), y);
   }
+  static void batch(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n, size_t n_tok,
+                    size_t r0, size_t r1, float* y, size_t ldy) {
+    q4_0x16_batch<WideningX16Rows>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  }
 };
 
-// Decode reads the interleaved units directly; a batch turns groups back into rows for the Q4_0 tiles.
-template <class Decode, MatmulFn kQ4_0>
+// Decode reads the interleaved units with S streams; a batch reads them a group at a time for all its tokens.
+template <class Decode>
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
   if (n_tok != 1) {
-    matmul_q4_0x16_via_q4_0<kQ4_0>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+    Decode::batch(static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n, n_tok,
+                  r0, r1, y, ldy);
     return;
   }
   tiling::run_x16_decode<Decode>(w, w_row_bytes, x, n, r0, r1, y);
@@ -428,8 +499,8 @@ struct FloatTiles {
   }
 };
 
-// Not inlined into q4_0x16_via_q4_0.h's fallback: every other caller goes through the table anyway, and
-// inlined with that caller's constant row range GCC 12 warns about a loop it cannot prove finite.
+// Not inlined: every caller goes through the table anyway, and inlined with a constant row range GCC 12 warns
+// about a loop it cannot prove finite.
 template <class K>
 [[gnu::noinline]] void matmul(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
                               size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
@@ -574,10 +645,8 @@ constexpr Kernels make_table() {
   };
 }
 
-const Kernels kNeon =
-    make_table<matmul<Q4_0WideningTiles>, matmul_q4_0x16<Q4_0x16WideningDecode, matmul<Q4_0WideningTiles>>>();
-const Kernels kNeonDotprod =
-    make_table<matmul<Q4_0SdotTiles>, matmul_q4_0x16<Q4_0x16SdotDecode, matmul<Q4_0SdotTiles>>>();
+const Kernels kNeon = make_table<matmul<Q4_0WideningTiles>, matmul_q4_0x16<Q4_0x16WideningDecode>>();
+const Kernels kNeonDotprod = make_table<matmul<Q4_0SdotTiles>, matmul_q4_0x16<Q4_0x16SdotDecode>>();
 
 }  // namespace
 
