@@ -237,6 +237,26 @@ struct WideningX16Rows {
 
 // The 16 outputs of each of S groups (tiling::run_x16_decode), written once; each table's groups()
 // inlines it under its own target.
+// The 16 scales of a unit, as four float32x4 (rows 4k..4k+3).
+[[gnu::always_inline]] inline void unit_scales(const uint8_t* unit, float32x4_t (&dw)[4]) {
+  const float16x8_t d0 = vreinterpretq_f16_u8(vld1q_u8(unit)), d1 = vreinterpretq_f16_u8(vld1q_u8(unit + 16));
+  dw[0] = vcvt_f32_f16(vget_low_f16(d0));
+  dw[1] = vcvt_high_f32_f16(d0);
+  dw[2] = vcvt_f32_f16(vget_low_f16(d1));
+  dw[3] = vcvt_high_f32_f16(d1);
+}
+
+// One unit against one activation block (at xb): the next step of the 16 rows' chains, acc[k] for rows 4k..4k+3.
+template <class Rows>
+[[gnu::always_inline]] inline void unit_step(const uint8_t* unit, const float32x4_t (&dw)[4], const uint8_t* xb,
+                                             float32x4_t (&acc)[4]) {
+  const ActBlock xa = load_act(xb);
+  const int32x4_t m8 = vdupq_n_s32(load_minus8_sum(xb));
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k)
+    acc[k] = vfmaq_f32(acc[k], vcvtq_f32_s32(Rows::rows4(unit + 32 + 16 * k, xa, m8)), vmulq_f32(dw[k], xa.d));
+}
+
 template <class Rows, int S>
 [[gnu::always_inline]] inline void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const uint8_t* x,
                                                          float* const (&y)[S]) {
@@ -246,21 +266,13 @@ template <class Rows, int S>
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) acc[s][k] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < nb; ++b) {
-    const uint8_t* xb = x + b * kActBytes;
-    const ActBlock xa = load_act(xb);
-    const int32x4_t m8 = vdupq_n_s32(load_minus8_sum(xb));
 #pragma GCC unroll 8
     for (int s = 0; s < S; ++s) {
       const uint8_t* unit = p[s] + b * kQ4_0x16UnitBytes;
       prefetch_span<kQ4_0x16UnitBytes>(unit + kX16UnitsAhead * kQ4_0x16UnitBytes);
-      const float16x8_t d0 = vreinterpretq_f16_u8(vld1q_u8(unit)), d1 = vreinterpretq_f16_u8(vld1q_u8(unit + 16));
-      const float32x4_t dw[4] = {vcvt_f32_f16(vget_low_f16(d0)), vcvt_high_f32_f16(d0), vcvt_f32_f16(vget_low_f16(d1)),
-                                 vcvt_high_f32_f16(d1)};
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const int32x4_t dot = Rows::rows4(unit + 32 + 16 * k, xa, m8);
-        acc[s][k] = vfmaq_f32(acc[s][k], vcvtq_f32_s32(dot), vmulq_f32(dw[k], xa.d));
-      }
+      float32x4_t dw[4];
+      unit_scales(unit, dw);
+      unit_step<Rows>(unit, dw, x + b * kActBytes, acc[s]);
     }
   }
 #pragma GCC unroll 8
@@ -281,20 +293,10 @@ template <class Rows, int T>
     for (int k = 0; k < 4; ++k) acc[t][k] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* unit = group + b * kQ4_0x16UnitBytes;
-    const float16x8_t d0 = vreinterpretq_f16_u8(vld1q_u8(unit)), d1 = vreinterpretq_f16_u8(vld1q_u8(unit + 16));
-    const float32x4_t dw[4] = {vcvt_f32_f16(vget_low_f16(d0)), vcvt_high_f32_f16(d0), vcvt_f32_f16(vget_low_f16(d1)),
-                               vcvt_high_f32_f16(d1)};
+    float32x4_t dw[4];
+    unit_scales(unit, dw);
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = x + t * x_row_bytes + b * kActBytes;
-      const ActBlock xa = load_act(xb);
-      const int32x4_t m8 = vdupq_n_s32(load_minus8_sum(xb));
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const int32x4_t dot = Rows::rows4(unit + 32 + 16 * k, xa, m8);
-        acc[t][k] = vfmaq_f32(acc[t][k], vcvtq_f32_s32(dot), vmulq_f32(dw[k], xa.d));
-      }
-    }
+    for (int t = 0; t < T; ++t) unit_step<Rows>(unit, dw, x + t * x_row_bytes + b * kActBytes, acc[t]);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t)
