@@ -12,6 +12,7 @@ packages=(
   golang-go python3                      # examples/go, tests/server
   clang libclang-rt-14-dev               # scripts/fuzz.sh (libFuzzer)
   python3-jinja2                         # tests/chat: the reference renderer of chat templates
+  python3-jsonschema                     # tests/grammar: every constrained output validated against its schema
 )
 # The AArch64 cross test (scripts/cross-test-aarch64.sh) installs its own packages: it must first add
 # the arm64 architecture to dpkg, which this script leaves alone.
