@@ -49,6 +49,11 @@ bool wanted(const simd::Kernels& k, TensorType standard) {
   return v != nullptr && std::strcmp(v, "all") == 0;
 }
 
+// The repacking of a standard type that this table runs: wanted, and served by a kernel of its own.
+bool repacking_for(const simd::Kernels& k, TensorType standard, Repacking* out) {
+  return repacking_of(standard, out) && wanted(k, standard) && has_own_kernel(k, out->packed);
+}
+
 void interleave_in_place(TensorType standard, uint8_t* data, uint64_t n_rows, uint64_t n_cols) {
   if (standard == TensorType::q4_0)
     interleave_q4_0_in_place(data, n_rows, n_cols);
@@ -63,7 +68,7 @@ bool repack_weights_by_default() {
   const simd::Kernels& k = simd::kernels_for(simd::best_isa());
   for (TensorType t : {TensorType::q4_0, TensorType::q4_k, TensorType::q6_k}) {
     Repacking rp;
-    if (repacking_of(t, &rp) && wanted(k, t) && has_own_kernel(k, rp.packed)) return true;
+    if (repacking_for(k, t, &rp)) return true;
   }
   return false;
 }
@@ -76,7 +81,7 @@ void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
   std::vector<WeightView*> views;
   for (const GgufTensorInfo& t : g.tensors()) {
     Repacking rp;
-    if (!repacking_of(t.type, &rp) || !wanted(k, t.type) || !has_own_kernel(k, rp.packed)) continue;
+    if (!repacking_for(k, t.type, &rp)) continue;
     if (t.n_dims != 2 || t.n_rows() % rp.group_rows != 0 || t.row_length() % rp.row_multiple != 0) continue;
     const uint64_t row_bytes = t.n_bytes / t.n_rows(), group_bytes = rp.group_rows * row_bytes;
     views.clear();

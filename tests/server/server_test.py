@@ -67,6 +67,9 @@ class Server:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         code = self.proc.returncode
+        if code != 0:  # say why, for a failure seen only on another machine
+            with open(self.log.name, errors="replace") as f:
+                print(f"  server exited {code}; the end of its log:\n" + "".join(f.readlines()[-15:]))
         os.unlink(self.log.name)
         return code
 
