@@ -48,11 +48,6 @@ struct PenaltyParams {
   int32_t last_n = 64;
 };
 
-struct TokenBias {
-  int32_t token;
-  float bias;
-};
-
 inline constexpr int32_t kMaxPenaltyWindow = 1 << 20;
 
 Status make_greedy_sampler(std::unique_ptr<Sampler>* out);

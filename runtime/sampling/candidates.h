@@ -28,6 +28,12 @@ struct CandidateArray {
   int32_t selected = -1;
 };
 
+// A fixed amount added to one token's logit (logit_bias).
+struct TokenBias {
+  int32_t token;
+  float bias;
+};
+
 // The one total order of candidates used everywhere: higher logit first, then lower id. A total
 // order makes every sort, partial sort and selection give the same result on every platform.
 inline bool candidate_before(const Candidate& a, const Candidate& b) {

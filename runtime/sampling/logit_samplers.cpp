@@ -51,6 +51,7 @@ class LogitBiasSampler final : public Sampler {
   explicit LogitBiasSampler(std::vector<TokenBias> biases) : biases_(std::move(biases)) {}
   std::string_view name() const override { return "logit_bias"; }
   bool per_candidate() const override { return true; }
+  std::span<const TokenBias> added_biases() const override { return biases_; }
   std::string canonical_text() const override {
     std::string text = "logit_bias(";
     for (size_t i = 0; i < biases_.size(); ++i) {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,12 @@ class Sampler {
   // False for a sampler that follows only the generated text (a grammar): prompt tokens are then
   // not accepted into it (SamplerChain::accept_prompt).
   virtual bool learns_prompt() const { return true; }
+  // For a sampler whose apply() only adds these biases (sorted by token, unique) to those tokens'
+  // logits, whatever the history (logit_bias); empty for every other sampler.
+  virtual std::span<const TokenBias> added_biases() const { return {}; }
+  // True when apply() selects the best candidate by candidate_before and does nothing else (greedy).
+  // A chain of such a sampler after only bias-adding ones picks its token straight from the logits.
+  virtual bool selects_best() const { return false; }
   // Forgets the accepted history.
   virtual void reset() {}
   // An independent copy with the same parameters and the same history.

@@ -61,13 +61,16 @@ Status SamplerChain::sample(const float* logits, int32_t n_vocab, int32_t* token
   if (logits == nullptr || token == nullptr) return Error(Code::invalid_argument, "sample: null logits or token");
   if (n_vocab <= 0) return Error(Code::invalid_argument, "sample: n_vocab must be positive");
   if (n_vocab > n_vocab_) LMRT_RETURN_IF_ERROR(reserve(n_vocab));
-  for (int32_t i = 0; i < n_vocab; ++i) {
-    const float l = logits[i];
-    if (std::isnan(l) || l == INFINITY) {
-      return Error(Code::invalid_argument,
-                   "sample: logit of token " + std::to_string(i) + " is " + (std::isnan(l) ? "NaN" : "+inf"));
-    }
+  // One branch-free pass (it vectorizes); the offending token is looked for only when there is one.
+  bool bad = false;
+  for (int32_t i = 0; i < n_vocab; ++i) bad |= !(logits[i] < INFINITY);  // NaN or +inf
+  if (bad) {
+    int32_t i = 0;
+    while (logits[i] < INFINITY) ++i;
+    return Error(Code::invalid_argument,
+                 "sample: logit of token " + std::to_string(i) + " is " + (std::isnan(logits[i]) ? "NaN" : "+inf"));
   }
+  if (picks_best_of_biased_logits()) return pick_best(logits, n_vocab, token);
   if (filter_checked_last()) {
     // The filter only removes candidates and the rest judge each on its own, so the token they pick
     // from the whole vocabulary, when the filter keeps it, is the one they would pick from the
@@ -96,6 +99,71 @@ Status SamplerChain::sample(const float* logits, int32_t n_vocab, int32_t* token
   LMRT_RETURN_IF_ERROR(run(c, 0));
   last_ = c;
   *token = c.data[c.selected].id;
+  return Status::Ok();
+}
+
+bool SamplerChain::picks_best_of_biased_logits() const {
+  if (samplers_.empty() || !samplers_.back()->selects_best()) return false;
+  size_t biasing = 0;
+  for (size_t i = 0; i + 1 < samplers_.size(); ++i) {
+    if (samplers_[i]->added_biases().empty()) return false;
+    ++biasing;
+  }
+  return biasing <= 1;
+}
+
+namespace {
+
+// The first token of [from, to) with the highest logit (candidate_before's order), from to when empty.
+int32_t best_in(const float* logits, int32_t from, int32_t to) {
+  if (from >= to) return to;
+  // Eight independent maxima keep the pass from waiting on one dependency chain; only the value
+  // matters here (a -0 and +0 compare equal below), the first token holding it is found after.
+  float m[8];
+  for (float& v : m) v = -INFINITY;
+  int32_t i = from;
+  for (; i + 8 <= to; i += 8)
+    for (int k = 0; k < 8; ++k) m[k] = logits[i + k] > m[k] ? logits[i + k] : m[k];
+  for (; i < to; ++i) m[0] = logits[i] > m[0] ? logits[i] : m[0];
+  float best = m[0];
+  for (int k = 1; k < 8; ++k) best = m[k] > best ? m[k] : best;
+  i = from;
+  while (logits[i] != best) ++i;
+  return i;
+}
+
+}  // namespace
+
+// Greedy after at most one logit_bias: the best of the biased logits in candidate_before's order, found
+// in the logits themselves (the unbiased stretches between the biased tokens, then each biased token
+// with its bias added as logit_bias adds it), without building the candidate array.
+Status SamplerChain::pick_best(const float* logits, int32_t n_vocab, int32_t* token) {
+  const std::span<const TokenBias> biases =
+      samplers_.size() > 1 ? samplers_[0]->added_biases() : std::span<const TokenBias>();
+  int32_t best = -1;
+  float best_logit = -INFINITY;
+  auto consider = [&](int32_t t, float l) {
+    if (best < 0 || candidate_before(Candidate{t, l, 0.0f}, Candidate{best, best_logit, 0.0f})) {
+      best = t;
+      best_logit = l;
+    }
+  };
+  int32_t from = 0;
+  for (const TokenBias& b : biases) {
+    if (b.token >= n_vocab) break;  // reserve() refused these; a smaller n_vocab leaves them out
+    if (const int32_t t = best_in(logits, from, b.token); t < b.token) consider(t, logits[t]);
+    float l = logits[b.token];
+    l += b.bias;
+    consider(b.token, l);
+    from = b.token + 1;
+  }
+  if (const int32_t t = best_in(logits, from, n_vocab); t < n_vocab) consider(t, logits[t]);
+  // Every token banned: there is nothing to choose, as greedy finds.
+  if (best_logit == -INFINITY)
+    return Error(Code::invalid_argument, "every candidate token is excluded (all logits are -inf)");
+  buffer_[0] = Candidate{best, best_logit, 0.0f};
+  last_ = CandidateArray{buffer_.data(), 1, true, 0};
+  *token = best;
   return Status::Ok();
 }
 

@@ -86,7 +86,8 @@ class SamplerChain {
   const Sampler& sampler(size_t i) const { return *samplers_[i]; }
   int32_t reserved_vocab() const { return n_vocab_; }
   // The candidates as the selecting sampler left them in the last sample() (its `selected` is
-  // the token's index); valid until the next sample().
+  // the token's index; greedy after at most one logit_bias leaves only its pick); valid until the
+  // next sample().
   const CandidateArray& last_candidates() const { return last_; }
 
   // How often the grammar was checked on the picked token alone (and kept it) or refused it.
@@ -104,6 +105,9 @@ class SamplerChain {
   // Runs samplers_[first..] over c until one selects.
   Status run(CandidateArray& c, size_t first);
   bool filter_checked_last() const;
+  // True for greedy after at most one sampler that only adds biases (logit_bias): pick_best applies.
+  bool picks_best_of_biased_logits() const;
+  Status pick_best(const float* logits, int32_t n_vocab, int32_t* token);
 
   std::vector<std::unique_ptr<Sampler>> samplers_;
   std::vector<Candidate> buffer_;

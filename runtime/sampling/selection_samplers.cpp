@@ -14,6 +14,7 @@ class GreedySampler final : public Sampler {
   std::string canonical_text() const override { return "greedy"; }
   bool always_selects() const override { return true; }
   bool per_candidate() const override { return true; }
+  bool selects_best() const override { return true; }
   Status apply(CandidateArray& c, Rng&) override {
     if (c.size == 0) return Error(Code::invalid_argument, "greedy: no candidates");
     const size_t best = argmax_candidate(c);

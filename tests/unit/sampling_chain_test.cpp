@@ -1,13 +1,17 @@
 // The chain end to end: sampling statistics, seed reproducibility, clone/reset, errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "runtime/sampling/builtin_samplers.h"
 #include "runtime/sampling/sampler_chain.h"
+#include "tests/test_support.h"
 
 namespace lmrt {
 namespace {
@@ -257,6 +261,66 @@ TEST(SamplingChain, RefusesBadInput) {
   auto biased = make_chain("logit_bias(10=1)", 1);
   EXPECT_EQ(biased->reserve(10).code(), Code::invalid_argument);
   EXPECT_TRUE(biased->reserve(11).ok());
+}
+
+// Greedy after one logit_bias picks from the logits without building candidates; temperature(1) changes
+// nothing but keeps the chain on the candidate path, whose greedy is the reference. Real logits (llama.cpp's,
+// 64 positions x 512 tokens of the quant model), and the same rows made hard: the best logit repeated at a
+// later and an earlier token, -0 against +0, long -inf runs, biases on the winner, on the first and last
+// tokens, and a bias that ties a low token with the best.
+TEST(SamplingChain, GreedyAfterLogitBiasPicksWhatTheCandidatesPick) {
+  const std::string bytes = test::read_file(test::shared_dir() + "/models/quant/base-Q4_0.logits.f32");
+  constexpr size_t kVocab = 512;
+  ASSERT_EQ(bytes.size() % (kVocab * sizeof(float)), 0u);
+  const size_t n_rows = bytes.size() / (kVocab * sizeof(float));
+  ASSERT_GE(n_rows, 64u);
+  std::vector<float> all(bytes.size() / sizeof(float));
+  std::memcpy(all.data(), bytes.data(), bytes.size());
+  const std::vector<std::string> specs = {"", "logit_bias(0=-inf)", "logit_bias(511=3.5)",
+                                          "logit_bias(2=-inf,7=2,300=-1)"};
+  size_t checked = 0;
+  for (size_t r = 0; r < n_rows; ++r) {
+    for (int variant = 0; variant < 5; ++variant) {
+      std::vector<float> l(all.begin() + r * kVocab, all.begin() + (r + 1) * kVocab);
+      const size_t top = static_cast<size_t>(std::max_element(l.begin(), l.end()) - l.begin());
+      if (variant == 1) l[(top + 97) % kVocab] = l[top];  // a tie, after or before the first best
+      if (variant == 2) l[(top + 400) % kVocab] = l[top];
+      if (variant == 3) {
+        for (float& v : l) v = v > 0 ? 0.0f : -0.0f;  // only signed zeros: the lowest token wins
+      }
+      if (variant == 4)
+        for (size_t i = 0; i < kVocab; ++i)
+          if (i % 64 < 60 && i != top) l[i] = -INFINITY;
+      // Biases on this row's winner, and one that lifts token 5 exactly onto the best logit.
+      std::vector<std::string> row_specs = specs;
+      row_specs.push_back("logit_bias(" + std::to_string(top) + "=-inf)");
+      row_specs.push_back("logit_bias(" + std::to_string(top) + "=-0.25)");
+      if (top != 5 && std::isfinite(l[5]) && std::isfinite(l[top]) && l[5] + (l[top] - l[5]) == l[top])
+        row_specs.push_back("logit_bias(5=" + std::to_string(l[top] - l[5]) + ")");
+      for (const std::string& bias : row_specs) {
+        auto fast = make_chain(bias + (bias.empty() ? "" : " ") + "greedy", 1);
+        auto ref = make_chain(bias + (bias.empty() ? "" : " ") + "temperature(1) greedy", 1);
+        int32_t a = -1, b = -1;
+        const Status sa = fast->sample(l.data(), kVocab, &a), sb = ref->sample(l.data(), kVocab, &b);
+        ASSERT_EQ(sa.code(), sb.code()) << bias << " row " << r << " variant " << variant;
+        if (!sa.ok()) continue;
+        EXPECT_EQ(a, b) << bias << " row " << r << " variant " << variant;
+        EXPECT_EQ(fast->last_candidates().size, 1u);  // the fast path ran
+        EXPECT_EQ(ref->last_candidates().size, kVocab);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, n_rows * 5 * 6);
+
+  // Every token banned: the error greedy gives.
+  std::vector<float> l(kVocab, -INFINITY);
+  l[3] = 1.0f;
+  int32_t token = -1;
+  EXPECT_EQ(make_chain("logit_bias(3=-inf) greedy", 1)->sample(l.data(), kVocab, &token).code(),
+            Code::invalid_argument);
+  EXPECT_TRUE(make_chain("logit_bias(4=-inf) greedy", 1)->sample(l.data(), kVocab, &token).ok());
+  EXPECT_EQ(token, 3);
 }
 
 TEST(SamplingChain, CreateFromTypedSamplersEqualsParse) {
