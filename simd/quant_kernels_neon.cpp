@@ -19,6 +19,7 @@
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -186,9 +187,9 @@ struct WideningGroup {
   }
 };
 
-// The block's value: xd * (d * sum_g sc_g * dot_g + dbias * sum_g bias_g * bsum_g).
+// acc plus the block's value: xd * (d * sum_g sc_g * dot_g + dbias * sum_g bias_g * bsum_g).
 template <class Dot, class W>
-[[gnu::always_inline]] inline float block_dot(const Unpacked& u, const BlockQ8_K* x) {
+[[gnu::always_inline]] inline float block_dot(const Unpacked& u, const BlockQ8_K* x, float acc) {
   int32x4_t sum = vdupq_n_s32(0);
 #pragma GCC unroll 16
   for (int g = 0; g < 16; ++g) sum = vmlaq_n_s32(sum, Dot::dot(u.q[g], vld1q_s8(x->qs + 16 * g)), u.sc[g]);
@@ -199,9 +200,10 @@ template <class Dot, class W>
   bias = vmlal_s16(bias, vget_low_s16(b1), vget_low_s16(s1));
   bias = vmlal_high_s16(bias, b1, s1);
   if constexpr (W::kBiasOwnScale)
-    return x->d * (u.d * static_cast<float>(vaddvq_s32(sum)) + u.dbias * static_cast<float>(vaddvq_s32(bias)));
+    return std::fma(
+        x->d, std::fma(u.d, static_cast<float>(vaddvq_s32(sum)), u.dbias * static_cast<float>(vaddvq_s32(bias))), acc);
   else
-    return x->d * u.d * static_cast<float>(vaddvq_s32(vaddq_s32(sum, bias)));
+    return std::fma(x->d * u.d, static_cast<float>(vaddvq_s32(vaddq_s32(sum, bias))), acc);
 }
 
 // A weight format for quant_tile: the weight type W with its activation block, elements per block and
@@ -216,8 +218,8 @@ struct SuperFormat : W {
     return u;
   }
   template <class Dot>
-  [[gnu::always_inline]] static float dot(const Unpacked& u, const Act* x) {
-    return block_dot<Dot, W>(u, x);
+  [[gnu::always_inline]] static float dot(const Unpacked& u, const Act* x, float acc) {
+    return block_dot<Dot, W>(u, x, acc);
   }
 };
 
@@ -297,16 +299,19 @@ struct Block32Format : W {
   using Act = BlockQ8Act;
   static constexpr size_t kElems = 32, kPrefetchBlocks = 4;  // at most 96 bytes: two lines
   template <class Dot>
-  [[gnu::always_inline]] static float dot(const Block32& w, const Act* x) {
+  [[gnu::always_inline]] static float dot(const Block32& w, const Act* x, float acc) {
     const int32x4_t d = vaddq_s32(Dot::dot(w.lo, vld1q_s8(x->qs)), Dot::dot(w.hi, vld1q_s8(x->qs + 16)));
-    float v = w.d * static_cast<float>(vaddvq_s32(d));
-    if constexpr (W::kMin) v += w.m * -0.125f * static_cast<float>(x->minus8_sum);
-    return x->d * v;
+    const float s = static_cast<float>(vaddvq_s32(d));
+    const float v = W::kMin ? std::fma(w.d, s, w.m * -0.125f * static_cast<float>(x->minus8_sum)) : w.d * s;
+    return std::fma(x->d, v, acc);
   }
 };
 
 // ---- The tiles: R rows x T tokens of any format F (SuperFormat, Block32Format); each row's block is
-// loaded (unpacked) once for all T tokens. ----
+// loaded (unpacked) once for all T tokens. F::dot adds to acc with explicit fmas: left to -ffp-contract=fast,
+// GCC fuses a different product (or none) where it vectorizes a tile across rows (the 4-row decode tile of
+// adjacent rows) than in a tile it does not (the strided one), and a row's bits would depend on the rows'
+// split. ----
 
 template <class Dot, class F, int R, int T, bool kPrefetch>
 [[gnu::always_inline]] inline void quant_tile(const MatmulArgs& a, size_t r, size_t t) {
@@ -330,7 +335,7 @@ template <class Dot, class F, int R, int T, bool kPrefetch>
     for (int i = 0; i < R; ++i) {
       const auto wb = F::load(w[i] + b * F::kBlockBytes);
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[i][j] += F::template dot<Dot>(wb, x[j] + b);
+      for (int j = 0; j < T; ++j) acc[i][j] = F::template dot<Dot>(wb, x[j] + b, acc[i][j]);
     }
   }
   for (int j = 0; j < T; ++j)

@@ -28,9 +28,11 @@ constexpr size_t kMaxTok = 20;
 // The (ISA, type) pairs whose every n_tok gives the bits of n_tok = 1: every type on the scalar reference, AVX2
 // and AVX-512 (Q4_0: decode and GEMM sum each row alike, simd/q4_0_gemm_avx2.h and kernels_avx512.cpp; the
 // K-quants: one FMA chain of exact block sums, quant_kernels_x86.h's SuperTiles and the GEMMs; the others one tile
-// arithmetic for every batch). NEON is audited under qemu by scripts/cross-test-aarch64.sh: with dotprod every type
-// is invariant; without it Q4_1, Q5_0, Q5_1 and IQ4_NL change with the rows' split, so it is not promised yet.
-bool promised(Isa isa, TensorType) { return isa == Isa::scalar || isa == Isa::avx2 || isa == Isa::avx512; }
+// arithmetic for every batch), and NEON with and without dotprod (one tile arithmetic, its multiply-adds explicit
+// fmas in quant_kernels_neon.cpp), audited under qemu by scripts/cross-test-aarch64.sh.
+bool promised(Isa isa, TensorType) {
+  return isa == Isa::scalar || isa == Isa::avx2 || isa == Isa::avx512 || isa == Isa::neon;
+}
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
