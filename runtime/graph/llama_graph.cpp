@@ -186,10 +186,11 @@ void LlamaGraph::matmul_rows(const MatmulTarget& t, const MatmulInput& in, size_
 void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_tok, const float* x, size_t ldx,
                         ThreadPool& pool, const NextDispatch& next) {
   const MatmulInput in = matmul_input(targets, count, n_tok, x, ldx, pool);
-  if (n_tok == 1) {
-    // Decode: each thread reads its fixed share of every target (decode_rows), then pulls its share of
-    // the next dispatch while it waits. 110m shape, 2 threads: +9 % decode over chunks handed out
-    // dynamically (2 per thread); the 1.1B shape -1 to +2 %.
+  if (n_tok <= kSmallBatch) {
+    // Decode, and a step of a few sequences (as bound by reading the weights): each thread reads its fixed
+    // share of every target (decode_rows), then pulls its share of the next dispatch while it waits.
+    // 110m shape, 2 threads: +9 % decode over chunks handed out dynamically (2 per thread); the 1.1B shape
+    // -1 to +2 %.
     pool.run(
         [&](size_t thread, size_t n_threads) {
           for (size_t i = 0; i < count; ++i) {
@@ -549,7 +550,7 @@ void LlamaGraph::forward(const GraphBatch& batch, KvArena& kv, ThreadPool& pool)
   const bool by_heads = heads_per_thread(batch, kv, pool.size());
   auto next_matmul = [&](const WeightView* a, const WeightView* b = nullptr, const WeightView* c = nullptr) {
     NextDispatch r;
-    if (decode) r.w[0] = a, r.w[1] = b, r.w[2] = c;
+    if (n <= kSmallBatch) r.w[0] = a, r.w[1] = b, r.w[2] = c;
     return r;
   };
   auto next_qkv = [&](uint32_t l) {

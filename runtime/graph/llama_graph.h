@@ -82,6 +82,9 @@ class LlamaGraph {
   // widest activations, and bounding them keeps resident memory within file + KV + 64 MiB at any
   // n_batch (the GEMM needs far fewer tokens than this to reuse each repacked weight slab).
   static constexpr uint32_t kFfnTokens = 128;
+  // Batches of at most this many tokens split a matmul's rows as decode does (fixed shares, the next
+  // dispatch's weights prefetched by whoever waits): their steps are bound by reading the weights too.
+  static constexpr uint32_t kSmallBatch = 16;
   // A query run (GraphBatch::query_run) of at least this many tokens attends in tiles of
   // simd::kAttendQueries queries, each key and value row read once per tile (a prompt, or a prompt
   // chunk after cells its sequence already holds); shorter ones, decode steps among them, token by
