@@ -15,14 +15,34 @@
 
 namespace lmrt {
 
-namespace {
-
 std::string parent_folder(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
 }
+
+Status FolderLock::lock(const std::string& folder, bool exclusive) {
+  release();
+  fd_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) return Error(Code::io, "cannot open folder " + folder + ": " + std::strerror(errno));
+  // Held only while a file is opened or a few renames are made; give up after a bounded wait.
+  for (int attempt = 0; attempt < 5000; ++attempt) {
+    if (::flock(fd_, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return Status::Ok();
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const int err = errno;
+  release();
+  return Error(Code::io, "cannot lock folder " + folder + ": " + std::strerror(err));
+}
+
+void FolderLock::release() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+  fd_ = -1;
+}
+
+namespace {
 
 bool exists(const std::string& path) {
   struct stat st;
@@ -37,28 +57,6 @@ std::string timestamp_now() {
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
   return buf;
 }
-
-// A folder's file descriptor holding an exclusive flock, released on destruction.
-class FolderLock {
- public:
-  ~FolderLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the flock
-  }
-  Status lock(const std::string& folder) {
-    fd_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd_ < 0) return Error(Code::io, "cannot open folder " + folder + ": " + std::strerror(errno));
-    // Another process holds it only for a few renames; give up after a bounded wait.
-    for (int attempt = 0; attempt < 2000; ++attempt) {
-      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return Status::Ok();
-      if (errno != EWOULDBLOCK && errno != EINTR) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return Error(Code::io, "cannot lock folder " + folder + ": " + std::strerror(errno));
-  }
-
- private:
-  int fd_ = -1;
-};
 
 }  // namespace
 
@@ -88,7 +86,7 @@ Status set_aside_damaged_file(const std::string& path, const FileIdentity& exami
                               bool* replaced_meanwhile) {
   *replaced_meanwhile = false;
   FolderLock lock;
-  LMRT_RETURN_IF_ERROR(lock.lock(parent_folder(path)));
+  LMRT_RETURN_IF_ERROR(lock.lock(parent_folder(path), true));
   if (!(identify_file(path) == examined)) {
     *replaced_meanwhile = true;
     return Status::Ok();

@@ -20,6 +20,27 @@ struct FileIdentity {
 
 FileIdentity identify_file(const std::string& path);
 
+// An flock on the folder of a cache file, released on destruction. Opening a cache holds it shared while
+// it opens and checks the file; set_aside_damaged_file holds it exclusively, so no process is part-way
+// through opening a file when another renames it (SQLite finds the -wal and -shm by path: a connection
+// opened on the old file would read the new file's log and checkpoint it into the old one).
+class FolderLock {
+ public:
+  FolderLock() = default;
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  ~FolderLock() { release(); }
+  // Waits a bounded time for the lock. Errors: io when the folder cannot be opened or stays locked.
+  Status lock(const std::string& folder, bool exclusive);
+  void release();
+
+ private:
+  int fd_ = -1;
+};
+
+// The folder of `path` ("." for a bare name).
+std::string parent_folder(const std::string& path);
+
 // True when the file at `path` starts with an SQLite header that carries lmrt's application id
 // (cache_schema::kApplicationId at byte 68): only such a file may be set aside as a damaged cache.
 // Anything else (a model, a text file, another program's database) is never moved.

@@ -18,13 +18,6 @@ using SteadyClock = std::chrono::steady_clock;
 // Each retry follows a change of the file by another process (set aside, replaced); a few suffice.
 constexpr int kMaxOpenAttempts = 8;
 
-std::string parent_folder(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 bool is_busy(int rc) { return sqlite::primary(rc) == SQLITE_BUSY || sqlite::primary(rc) == SQLITE_LOCKED; }
 
 void bind_key(sqlite3_stmt* stmt, int index, const CacheKey& key) {
@@ -84,9 +77,18 @@ Status ResponseCache::prepare_statements(int* rc) {
   return Status::Ok();
 }
 
-Status ResponseCache::open_connection(bool read_only, bool immutable, Problem* problem) {
+void ResponseCache::drop_connection() {
   st_ = Statements{};
+  // Without the checkpoint SQLite runs when the last connection to a WAL database closes: this connection
+  // failed or found its file replaced, and another process may have set that file aside (renamed it) and
+  // started a new one. SQLite finds the -wal and -shm by path, so the checkpoint would copy the new file's
+  // log into the old one and mark it done in the new file's index (seen: a file set aside cut to one page).
+  if (db_ != nullptr) sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   db_.reset();
+}
+
+Status ResponseCache::open_connection(bool read_only, bool immutable, Problem* problem) {
+  drop_connection();
   *problem = Problem::other;
   int rc = SQLITE_OK;
   // Maps the SQLite code behind a failure to what open() does about it.
@@ -220,6 +222,10 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
 
   Status last;
   for (int attempt = 0; attempt < kMaxOpenAttempts; ++attempt) {
+    // Shared with other processes opening the file, exclusive to one setting it aside (FolderLock). A folder
+    // this process cannot open or lock is opened without it: whatever fails then is reported as it is.
+    FolderLock opening;
+    (void)opening.lock(parent_folder(path), false);
     // Without write access to the file and its folder (for -wal and -shm) only reading can work.
     const FileIdentity examined = identify_file(path);
     std::string read_only_reason;
@@ -242,6 +248,14 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
       // A WAL file in a folder nobody may write: no -shm can be created, so read it as immutable.
       s = cache->open_connection(true, true, &problem);
     }
+    if (s.ok() && examined.exists && !(identify_file(path) == examined)) {
+      // Set aside or replaced while this connection opened it. SQLite finds the -wal and -shm by path, so a
+      // connection on the old file would read the new file's log and checkpoint it into the old one (seen:
+      // a file set aside by another process cut to one page). Open the new file instead.
+      last = Error(Code::cache, "cache file " + path + " was replaced while it was being opened");
+      cache->drop_connection();
+      continue;
+    }
     if (s.ok()) {
       if (cache->read_only_ && !params.read_only) {
         if (read_only_reason.empty()) read_only_reason = "the file is write-protected";
@@ -252,13 +266,14 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
       return Status::Ok();
     }
     last = s;
-    cache->st_ = Statements{};
-    cache->db_.reset();
+    cache->drop_connection();
     // Another process set the file aside or replaced it while we looked: whatever we saw (even
     // "read-only", which SQLite reports for a file moved under it) was about the old file.
     if (!(identify_file(path) == examined)) continue;
     if (problem != Problem::damaged) return s;
-    if (!has_own_cache_header(path)) {
+    const bool own_header = has_own_cache_header(path);
+    if (!(identify_file(path) == examined)) continue;  // set aside by another process as we read its header
+    if (!own_header) {
       return Error(Code::cache, path + " is not an lmrt cache (" + s.message() +
                                     "); leaving it alone: give the path of a cache file or a new one");
     }
@@ -267,6 +282,7 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
     }
     std::string moved_to;
     bool replaced = false;
+    opening.release();
     Status moved = set_aside_damaged_file(path, examined, &moved_to, &replaced);
     if (!moved.ok()) return Error(moved.code(), s.message() + "; setting it aside failed: " + moved.message());
     if (!replaced) {

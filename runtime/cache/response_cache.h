@@ -113,6 +113,8 @@ class ResponseCache {
   enum class Problem { none, damaged, locked, read_only, other };
 
   Status open_connection(bool read_only, bool immutable, Problem* problem);
+  // Closes the connection of a failed open without checkpointing (see the definition).
+  void drop_connection();
   Status prepare_statements(int* rc);
   int64_t now_ms() const;
   void warn(const std::string& message) const;
