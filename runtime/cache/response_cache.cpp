@@ -82,7 +82,7 @@ void ResponseCache::drop_connection() {
   // Without the checkpoint SQLite runs when the last connection to a WAL database closes: this connection
   // failed or found its file replaced, and another process may have set that file aside (renamed it) and
   // started a new one. SQLite finds the -wal and -shm by path, so the checkpoint would copy the new file's
-  // log into the old one and mark it done in the new file's index (seen: a file set aside cut to one page).
+  // log into the old one and mark it done in the new file's index.
   if (db_ != nullptr) sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   db_.reset();
 }
@@ -250,8 +250,8 @@ Status ResponseCache::open(const std::string& path, const ResponseCacheParams& p
     }
     if (s.ok() && examined.exists && !(identify_file(path) == examined)) {
       // Set aside or replaced while this connection opened it. SQLite finds the -wal and -shm by path, so a
-      // connection on the old file would read the new file's log and checkpoint it into the old one (seen:
-      // a file set aside by another process cut to one page). Open the new file instead.
+      // connection on the old file would read the new file's log and checkpoint it into the old one. Open
+      // the new file instead.
       last = Error(Code::cache, "cache file " + path + " was replaced while it was being opened");
       cache->drop_connection();
       continue;
