@@ -235,8 +235,6 @@ struct WideningX16Rows {
   }
 };
 
-// The 16 outputs of each of S groups (tiling::run_x16_decode), written once; each table's groups()
-// inlines it under its own target.
 // The 16 scales of a unit, as four float32x4 (rows 4k..4k+3).
 [[gnu::always_inline]] inline void unit_scales(const uint8_t* unit, float32x4_t (&dw)[4]) {
   const float16x8_t d0 = vreinterpretq_f16_u8(vld1q_u8(unit)), d1 = vreinterpretq_f16_u8(vld1q_u8(unit + 16));
@@ -257,6 +255,8 @@ template <class Rows>
     acc[k] = vfmaq_f32(acc[k], vcvtq_f32_s32(Rows::rows4(unit + 32 + 16 * k, xa, m8)), vmulq_f32(dw[k], xa.d));
 }
 
+// The 16 outputs of each of S groups (tiling::run_x16_decode), written once; each table's groups()
+// inlines it under its own target.
 template <class Rows, int S>
 [[gnu::always_inline]] inline void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const uint8_t* x,
                                                          float* const (&y)[S]) {
