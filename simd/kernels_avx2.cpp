@@ -424,7 +424,7 @@ const Kernels kAvx2 = {
             .iq4_xs = {avx2::matmul_iq4_xs, ActivationFormat::q8_k},
             .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
             .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
-            .q4_kx8 = kServedByScalar,
+            .q4_kx8 = {avx2::matmul_q4_kx8, ActivationFormat::q8_k},
             .q6_kx8 = kServedByScalar,
         },
     .quantize_q8_act = quantize_q8_act,

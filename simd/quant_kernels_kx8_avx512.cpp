@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "formats/k_quants_x8.h"
+#include "simd/kx8_scales_x86.h"
 #include "simd/kx8_via_standard.h"
 #include "simd/quant_kernels.h"
 
@@ -80,16 +81,9 @@ struct Q4KScales {
   const __m512i u01 = _mm512_permutex2var_epi32(lo, idx01, hi);
   const __m256i u0 = _mm512_castsi512_si256(u01), u1 = _mm512_extracti64x4_epi64(u01, 1);
   const __m256i u2 = _mm512_castsi512_si256(_mm512_permutex2var_epi32(lo, idx2, hi));
-  const __m256i low6 = _mm256_set1_epi8(0x3f), low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(0x03);
-  // ggml's get_scale_min_k4 on 4 bytes at a time (as k4_scales_mins in quant_kernels_x86.h).
-  const __m256i scales_low = _mm256_and_si256(u0, low6);
-  const __m256i mins_low = _mm256_and_si256(u1, low6);
-  const __m256i scales_high = _mm256_or_si256(_mm256_and_si256(u2, low4),
-                                              _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), low2), 4));
-  const __m256i mins_high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low4),
-                                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), low2), 4));
-  return {pairs_epi32(scales_low), pairs_epi32(scales_high), _mm512_cvtepu8_epi16(mins_low),
-          _mm512_cvtepu8_epi16(mins_high)};
+  const Q4KScalesMins8 m = q4_k_scales_mins8(u0, u1, u2);
+  return {pairs_epi32(m.scales_low), pairs_epi32(m.scales_high), _mm512_cvtepu8_epi16(m.mins_low),
+          _mm512_cvtepu8_epi16(m.mins_high)};
 }
 
 // Scale s (0-3) of every row from sl or sh, as a dword in both of the row's lanes.

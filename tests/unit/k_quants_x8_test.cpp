@@ -341,10 +341,11 @@ TEST(Kx8Model, RepackedQ4_K_MGivesTheSameLogits) {
   }
 }
 
-// Where Q4_0 is repacked at load (AVX-512), the Q4_0x16 kernels sum every row as the Q4_0 ones do, so a llama.cpp
-// Q4_0 file gives exactly the logits it gives unrepacked, in a batch and one token at a time.
+// Where Q4_0 is repacked at load (AVX-512, AVX2), the Q4_0x16 kernels sum every row as the Q4_0 ones do, so a
+// llama.cpp Q4_0 file gives exactly the logits it gives unrepacked, in a batch and one token at a time.
 TEST(Q4_0x16Model, RepackedQ4_0GivesTheFilesBits) {
-  if (simd::best_isa() != simd::Isa::avx512) GTEST_SKIP() << "Q4_0 is repacked at load on AVX-512 only";
+  if (simd::best_isa() != simd::Isa::avx512 && simd::best_isa() != simd::Isa::avx2)
+    GTEST_SKIP() << "Q4_0 is repacked at load on AVX-512 and AVX2 only";
   const std::vector<int32_t> ids = reference_ids(56);
   const ModelRun off = run_model(false, ids, "quant/base-Q4_0.gguf", TensorType::q4_0);
   const ModelRun on = run_model(true, ids, "quant/base-Q4_0.gguf", TensorType::q4_0);
