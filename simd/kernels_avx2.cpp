@@ -238,6 +238,81 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
   }
 }
 
+// ---- Q4_0x16 small batches ----
+//
+// Up to kX16TileTokens tokens per pass over a group's units: each line is loaded and split into nibbles once
+// and multiplied against every token's activations, with the decode kernel's arithmetic per (row, token)
+// (16-bit block sums, one madd, the offset, one FMA per block in order), so each token gets its decode bits.
+// Batches of 2 to kX16SmallBatch tokens: the slab GEMM repacks and transposes what these read directly.
+
+constexpr size_t kX16TileTokens = 4, kX16SmallBatch = 8;
+
+template <size_t T>
+void q4_0x16_token_tile(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_row_bytes, float* y, size_t ldy) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  __m256 acc[T][2];
+  for (size_t t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    const uint8_t* unit = group + b * kQ4_0x16UnitBytes;
+    prefetch_span<kQ4_0x16UnitBytes>(unit + kX16UnitsAhead * kQ4_0x16UnitBytes);
+    __m256i sum16[T][2];
+    for (size_t t = 0; t < T; ++t) sum16[t][0] = sum16[t][1] = _mm256_setzero_si256();
+    for (size_t c = 0; c < 4; ++c)
+      for (int h = 0; h < 2; ++h) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 32 + 64 * c + 32 * h));
+        const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        for (size_t t = 0; t < T; ++t) {
+          const auto* xq =
+              reinterpret_cast<const uint8_t*>(reinterpret_cast<const BlockQ8Act*>(x + t * x_row_bytes)[b].qs);
+          int32_t lo_x, hi_x;
+          std::memcpy(&lo_x, xq + 4 * c, 4);
+          std::memcpy(&hi_x, xq + 16 + 4 * c, 4);
+          sum16[t][h] =
+              _mm256_add_epi16(sum16[t][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(lo_x)),
+                                                             _mm256_maddubs_epi16(hi, _mm256_set1_epi32(hi_x))));
+        }
+      }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16 * h)));
+      for (size_t t = 0; t < T; ++t) {
+        const BlockQ8Act& xb = reinterpret_cast<const BlockQ8Act*>(x + t * x_row_bytes)[b];
+        const __m256i dot = _mm256_add_epi32(_mm256_madd_epi16(sum16[t][h], ones), _mm256_set1_epi32(xb.minus8_sum));
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t][h]);
+      }
+    }
+  }
+  for (size_t t = 0; t < T; ++t) {
+    _mm256_storeu_ps(y + t * ldy, acc[t][0]);
+    _mm256_storeu_ps(y + t * ldy + 8, acc[t][1]);
+  }
+}
+
+void q4_0x16_small_batch(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n,
+                         size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
+  const size_t nb = n / 32;
+  for (size_t g = r0 / kQ4_0x16Rows; g < r1 / kQ4_0x16Rows; ++g) {
+    const uint8_t* group = w + g * kQ4_0x16Rows * w_row_bytes;
+    for (size_t t0 = 0; t0 < n_tok; t0 += kX16TileTokens) {
+      const uint8_t* xt = x + t0 * x_row_bytes;
+      float* yt = y + t0 * ldy + g * kQ4_0x16Rows;
+      switch (std::min(kX16TileTokens, n_tok - t0)) {
+        case 1:
+          q4_0x16_token_tile<1>(group, nb, xt, x_row_bytes, yt, ldy);
+          break;
+        case 2:
+          q4_0x16_token_tile<2>(group, nb, xt, x_row_bytes, yt, ldy);
+          break;
+        case 3:
+          q4_0x16_token_tile<3>(group, nb, xt, x_row_bytes, yt, ldy);
+          break;
+        default:
+          q4_0x16_token_tile<4>(group, nb, xt, x_row_bytes, yt, ldy);
+          break;
+      }
+    }
+  }
+}
+
 struct Q4_0x16Decode {
   static constexpr int kMaxStreams = 4;
   template <int S>
@@ -248,10 +323,13 @@ struct Q4_0x16Decode {
 
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
-  if (n_tok != 1) {  // a batch: the Q4_0 GEMM, its slabs split straight from the units
+  if (n_tok > kX16SmallBatch) {  // the Q4_0 GEMM, its slabs split straight from the units
     q4_0_gemm::matmul_x16(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
     return;
   }
+  if (n_tok > 1)
+    return q4_0x16_small_batch(static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes,
+                               n, n_tok, r0, r1, y, ldy);
   tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
 }
 
