@@ -26,6 +26,18 @@ void sort_candidate_prefix(CandidateArray& c, size_t k) {
   std::sort(c.data, c.data + (k - 1), candidate_before);
 }
 
+size_t first_candidate_indices(const CandidateArray& c, size_t k, size_t* index) {
+  size_t n = 0;
+  for (size_t i = 0; i < c.size && k > 0; ++i) {
+    // Most candidates lose to the k-th best so far at the first comparison.
+    if (n == k && !candidate_before(c.data[i], c.data[index[n - 1]])) continue;
+    size_t at = n < k ? n++ : n - 1;
+    for (; at > 0 && candidate_before(c.data[i], c.data[index[at - 1]]); --at) index[at] = index[at - 1];
+    index[at] = i;
+  }
+  return n;
+}
+
 size_t argmax_candidate(const CandidateArray& c) {
   if (c.sorted) return 0;
   size_t best = 0;

@@ -47,6 +47,10 @@ void sort_candidates(CandidateArray& c);
 // follow in unspecified order. O(size + k log k). Sets `sorted` when that covers the array.
 void sort_candidate_prefix(CandidateArray& c, size_t k);
 
+// Writes the indices into data of the first min(k, size) candidates of the total order to index[],
+// in that order, without moving any candidate; returns how many. One pass, O(size + k * inserts).
+size_t first_candidate_indices(const CandidateArray& c, size_t k, size_t* index);
+
 // Index of the first candidate in the total order. Requires size > 0.
 size_t argmax_candidate(const CandidateArray& c);
 

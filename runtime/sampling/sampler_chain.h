@@ -55,8 +55,9 @@ class SamplerChain {
   // or +inf. Does not accept the token: call accept() for it.
   // A grammar first in a chain whose other samplers are all per_candidate() (e.g. "grammar greedy",
   // "grammar temperature(0.7) dist") is checked last, on the picked token only, and masks the
-  // vocabulary only when it refuses that token: the same token as masking first for greedy, the
-  // same distribution for dist (a refused draw is drawn again, so the Rng advances twice). A chain
+  // vocabulary only when it refuses that token and the next few candidates (greedy) or draws
+  // (dist) too: the same token as masking first for greedy, the same distribution for dist (a
+  // refused draw is drawn again, so the Rng advances more than once). A chain
   // with a truncation (top_k, top_p, min_p, typical) or a plugin masks first, as written.
   Status sample(const float* logits, int32_t n_vocab, int32_t* token);
   // Records a token of the sequence (prompt tokens too, if they should count for penalties).
@@ -90,10 +91,13 @@ class SamplerChain {
   // next sample().
   const CandidateArray& last_candidates() const { return last_; }
 
-  // How often the grammar was checked on the picked token alone (and kept it) or refused it.
+  // How often the grammar was checked on the picked token alone (and kept it) or refused it, and
+  // how many refused steps then found their token by checking more candidates (repick_checked)
+  // instead of masking the vocabulary.
   struct FilterStats {
     uint64_t checked = 0;
     uint64_t refused = 0;
+    uint64_t repicked = 0;
   };
   const FilterStats& filter_stats() const { return filter_stats_; }
   // Whether a grammar may be checked last (default true); false masks first on every step.
@@ -105,6 +109,7 @@ class SamplerChain {
   // Runs samplers_[first..] over c until one selects.
   Status run(CandidateArray& c, size_t first);
   bool filter_checked_last() const;
+  Status repick_checked(CandidateArray& c, bool* found);
   // True for greedy after at most one sampler that only adds biases (logit_bias): pick_best applies.
   bool picks_best_of_biased_logits() const;
   Status pick_best(const float* logits, int32_t n_vocab, int32_t* token);

@@ -4,16 +4,18 @@
 # vocabulary and the Llama 3.2 1B shape with the 128k Llama 3 vocabulary), interleaved in the same minutes
 # (ROUNDS rounds; each round runs every model, constrained and unconstrained in alternating order, then
 # llama.cpp's `oracle greedy --grammar` on the same file and the same grammar), then one table of medians.
-# Also the schema's compile time and the mask/check costs on each vocabulary (lmrt_grammar_mask_bench).
+# Also the schema's compile time and the mask/check costs on each vocabulary (lmrt_grammar_mask_bench), and
+# the grammar's share of the step measured in one process on the same logits (lmrt_grammar_step_bench, 3 runs).
 #   tests/bench/grammar-overhead.sh [MODEL.gguf ...]
 #   env: ROUNDS=5 THREADS=1 TOKENS=48 SCHEMA=tests/bench/nested-schema.json BUILD=build
 #        ORACLE=/tmp/lmrt-oracle/oracle (skipped when absent)
-# Needs a build with the lmrt_cli and lmrt_grammar_mask_bench targets. ~4 minutes with the defaults.
+# Needs a build with the lmrt_cli, lmrt_grammar_mask_bench and lmrt_grammar_step_bench targets. ~4 minutes with the defaults.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build=${BUILD:-$root/build}
 lmrt=$build/examples/cli/lmrt
 mask_bench=$build/tests/lmrt_grammar_mask_bench
+step_bench=$build/tests/lmrt_grammar_step_bench
 oracle=${ORACLE:-/tmp/lmrt-oracle/oracle}
 schema=${SCHEMA:-$root/tests/bench/nested-schema.json}
 rounds=${ROUNDS:-5}
@@ -22,7 +24,7 @@ tokens=${TOKENS:-48}
 prompt="Give me a customer record as JSON:"
 models=("$@")
 [ ${#models[@]} -eq 0 ] && models=(/tmp/lmrt-bench/tinyllama-1.1b-q4_0.gguf /tmp/lmrt-bench/llama3-1b-q4_k_m.gguf)
-for f in "$lmrt" "$mask_bench" "$schema" "${models[@]}"; do
+for f in "$lmrt" "$mask_bench" "$step_bench" "$schema" "${models[@]}"; do
   [ -e "$f" ] || { echo "grammar-overhead: $f not found" >&2; exit 2; }
 done
 tmp=$(mktemp -d)
@@ -50,6 +52,11 @@ for M in "${models[@]}"; do
   # is the default schema.
   "$mask_bench" "$M" "$schema" >"$tmp/mask.txt" 2>&1 || true
   sed "s|^|mask $(basename "$M" .gguf) |" "$tmp/mask.txt" >>"$raw"
+  # The same overhead measured in one process on the same logits (the forward pass's noise cancels).
+  for r in 1 2 3; do
+    "$step_bench" "$M" "$schema" -n "$tokens" -t "$threads" -p "$prompt" >"$tmp/step.txt" 2>&1 || true
+    sed "s|^|mask $(basename "$M" .gguf) |" "$tmp/step.txt" >>"$raw"
+  done
 done
 for r in $(seq "$rounds"); do
   for M in "${models[@]}"; do

@@ -95,6 +95,9 @@ TEST(GrammarCheckLast, GreedyGivesTheMaskFirstTokensOnTheLlama3Vocabulary) {
   }
   EXPECT_GT(fast->filter_stats().checked, 10u) << text;
   EXPECT_GT(fast->filter_stats().refused, 3u) << text;
+  // Refused picks were settled both ways: by checking the next candidates, and by the mask.
+  EXPECT_GT(fast->filter_stats().repicked, 0u) << text;
+  EXPECT_LT(fast->filter_stats().repicked, fast->filter_stats().refused) << text;
   EXPECT_EQ(full->filter_stats().checked + full->filter_stats().refused, 0u);
 }
 
@@ -195,6 +198,8 @@ TEST(GrammarCheckLast, SeededSamplingDrawsFromTheMaskedDistribution) {
   EXPECT_EQ(st.checked + st.refused, static_cast<uint64_t>(kDraws));
   EXPECT_NEAR(st.checked / static_cast<double>(kDraws), mass_allowed,
               5 * std::sqrt(mass_allowed * (1 - mass_allowed) / kDraws));
+  // Most refused draws were drawn again without the mask.
+  EXPECT_GT(st.repicked, st.refused / 2);
 }
 
 // A truncation after the grammar (top_k) is not per-candidate: cutting to the best k of the whole

@@ -91,6 +91,31 @@ TEST(SamplingFilters, TopKOnLargeVocabularyMatchesFullSortAndBreaksTiesByLowerId
   }
 }
 
+// The indices of the first k candidates in the total order, found without moving any: the full
+// sort's first k, ties to the lower id, also when k exceeds the array or the array is shuffled.
+TEST(SamplingFilters, FirstCandidateIndicesMatchTheFullSortWithoutMovingAny) {
+  constexpr int kVocab = 32000;
+  std::vector<float> logits(kVocab);
+  Rng rng(77);
+  for (float& l : logits) l = static_cast<float>(static_cast<int>(rng.uniform_float() * 200)) / 10.0f;
+  Cands c(logits);
+  // Shuffled, so that array position and token id differ.
+  for (size_t i = c.buf.size() - 1; i > 0; --i) std::swap(c.buf[i], c.buf[rng.next_u64() % (i + 1)]);
+  std::vector<Candidate> sorted = c.buf;
+  std::sort(sorted.begin(), sorted.end(), candidate_before);
+  const std::vector<int32_t> before = c.ids();
+  for (size_t k : {size_t{1}, size_t{32}, size_t{500}}) {
+    std::vector<size_t> index(k);
+    ASSERT_EQ(first_candidate_indices(c.arr, k, index.data()), k);
+    for (size_t i = 0; i < k; ++i) EXPECT_EQ(c.arr.data[index[i]].id, sorted[i].id) << "k=" << k << " i=" << i;
+  }
+  EXPECT_EQ(c.ids(), before);
+  Cands small({1.0f, 3.0f, 3.0f, 2.0f});
+  size_t index[8];
+  ASSERT_EQ(first_candidate_indices(small.arr, 8, index), 4u);
+  EXPECT_EQ((std::vector<size_t>(index, index + 4)), (std::vector<size_t>{1, 2, 3, 0}));
+}
+
 TEST(SamplingFilters, TopPTextbookExamples) {
   struct Case {
     float p;
