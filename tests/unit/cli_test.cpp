@@ -39,6 +39,26 @@ TEST(Cli, RunStreamsText) {
   EXPECT_NE(r.err.find("40 generated tokens"), std::string::npos) << r.err;
 }
 
+// `lmrt COMMAND --help` prints that command's usage lines, exit 0; serve its own help; an unknown
+// command stays an error.
+TEST(Cli, CommandHelpPrintsThatCommandsUsage) {
+  CliRun r = run_cli("chat --help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  chat      -m MODEL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/system /reset /save FILE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  run "), std::string::npos) << r.out;
+  r = run_cli("bench -h");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--chat-turns N"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--sequences 1,2,4,8,16"), std::string::npos) << r.out;
+  r = run_cli("serve --help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--api-key-file"), std::string::npos) << r.out;
+  r = run_cli("nosuch --help");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'nosuch'"), std::string::npos) << r.err;
+}
+
 TEST(Cli, InfoAndTokenize) {
   CliRun info = run_cli("info -m " + model("TinyStories-656K-Q8_0.gguf") + " --json");
   ASSERT_EQ(info.exit_code, 0) << info.err;
