@@ -91,26 +91,34 @@ struct Q4KScales {
   return _mm512_and_si512(_mm512_srli_epi32(s4, 8 * s), _mm512_set1_epi32(0xff));
 }
 
-// acc += one unit's dot products with one token's Q8_K block.
-[[gnu::always_inline]] inline __m512 q4_kx8_unit_dot(const uint8_t* unit, const Q4KScales& sc, __m512 d2, __m512 ndmin2,
-                                                     const BlockQ8_K& x, __m512 acc) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const uint8_t* qs = unit + kQ4_Kx8QsOffset;
-  __m512i sumi = _mm512_setzero_si512();
+// Row sums of the unit's sub-block pair c (sub-blocks 2c and 2c + 1) with one token's activations, scaled by
+// their 6-bit scales: wl / wh are the low / high nibbles of the 4 loads of chunk c.
+[[gnu::always_inline]] inline __m512i q4_kx8_chunk(const __m512i (&wl)[4], const __m512i (&wh)[4], __m512i s_lo,
+                                                   __m512i s_hi, const int8_t* xq, __m512i sumi) {
+  __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
 #pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {
-    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const __m512i w = _mm512_loadu_si512(qs + 64 * (4 * c + g));
-      lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(w, low4), bcast8(x.qs + 64 * c + 8 * g));
-      hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4), bcast8(x.qs + 64 * c + 32 + 8 * g));
-    }
-    // Sub-blocks 2c (low nibbles) and 2c + 1 (high).
-    const __m512i s4 = c < 2 ? sc.sl : sc.sh;
-    sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(lo, scale_byte(s4, (2 * c) % 4)));
-    sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(hi, scale_byte(s4, (2 * c + 1) % 4)));
+  for (int g = 0; g < 4; ++g) {
+    lo = _mm512_dpbusd_epi32(lo, wl[g], bcast8(xq + 8 * g));
+    hi = _mm512_dpbusd_epi32(hi, wh[g], bcast8(xq + 32 + 8 * g));
   }
+  sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(lo, s_lo));
+  return _mm512_add_epi32(sumi, _mm512_mullo_epi32(hi, s_hi));
+}
+
+// The nibbles of chunk c of a unit (4 loads of 64 bytes).
+[[gnu::always_inline]] inline void q4_kx8_unpack(const uint8_t* unit, int c, __m512i (&wl)[4], __m512i (&wh)[4]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    const __m512i w = _mm512_loadu_si512(unit + kQ4_Kx8QsOffset + 64 * (4 * c + g));
+    wl[g] = _mm512_and_si512(w, low4);
+    wh[g] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+  }
+}
+
+// acc += the unit's scaled sums (sumi, from q4_kx8_chunk) and its mins against one token's Q8_K block.
+[[gnu::always_inline]] inline __m512 q4_kx8_finish(const Q4KScales& sc, __m512 d2, __m512 ndmin2, const BlockQ8_K& x,
+                                                   __m512i sumi, __m512 acc) {
   // The mins against the sub-blocks' activation sums (each the sum of two 16-element bsums).
   const __m256i bs16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums));
   const __m256i bsub = _mm256_madd_epi16(bs16, _mm256_set1_epi16(1));
@@ -122,6 +130,9 @@ struct Q4KScales {
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(summ)), _mm512_mul_ps(ndmin2, xd), acc);
 }
 
+// One token: the unit is unpacked chunk by chunk as it is read. More tokens: each chunk is unpacked once for all
+// of them. A token's integer sums and float steps are the same either way (integer sums are exact in any order),
+// so its result does not depend on the batch.
 template <size_t T>
 void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t nb, size_t g0,
                    size_t g1, float* y, size_t ldy) {
@@ -139,10 +150,24 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
       const __m512 ndmin2 =
           _mm512_xor_ps(_mm512_set1_ps(-0.0f),
                         pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16)))));
+      const BlockQ8_K* xb[T];
 #pragma GCC unroll 8
-      for (size_t t = 0; t < T; ++t)
-        acc[t] =
-            q4_kx8_unit_dot(unit, sc, d2, ndmin2, reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes)[b], acc[t]);
+      for (size_t t = 0; t < T; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes) + b;
+      __m512i sumi[T];
+#pragma GCC unroll 8
+      for (size_t t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        // Sub-blocks 2c (low nibbles) and 2c + 1 (high).
+        const __m512i s4 = c < 2 ? sc.sl : sc.sh;
+        const __m512i s_lo = scale_byte(s4, (2 * c) % 4), s_hi = scale_byte(s4, (2 * c + 1) % 4);
+        __m512i wl[4], wh[4];
+        q4_kx8_unpack(unit, c, wl, wh);
+#pragma GCC unroll 8
+        for (size_t t = 0; t < T; ++t) sumi[t] = q4_kx8_chunk(wl, wh, s_lo, s_hi, xb[t]->qs + 64 * c, sumi[t]);
+      }
+#pragma GCC unroll 8
+      for (size_t t = 0; t < T; ++t) acc[t] = q4_kx8_finish(sc, d2, ndmin2, *xb[t], sumi[t], acc[t]);
     }
 #pragma GCC unroll 8
     for (size_t t = 0; t < T; ++t) store_rows(acc[t], y + t * ldy + g * kKx8Rows);
