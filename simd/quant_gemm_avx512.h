@@ -19,8 +19,8 @@ namespace gemm {
 constexpr size_t kRows = 16;
 constexpr size_t kSlabSupers = 2;
 constexpr size_t kToks = 8;
-// Fewer tokens than this take QuantTiles: the transposition would cost more than it saves (4 tokens, one
-// 6-token tile: Q4_K / Q6_K 15-26 % faster by tiles; 5 about even; 6 and more faster by the GEMM).
+// Fewer tokens than this take QuantTiles: the transposition would cost more than it saves (BENCHMARKS.md,
+// "K-quant small batches on AVX-512").
 constexpr size_t kMinToks = 5;
 
 struct Slab {

@@ -3,9 +3,9 @@
 // of each of the 8 rows. Row j owns dword lanes 2j and 2j + 1 of every accumulator: vpdpbusd multiplies
 // the row's unsigned codes with the token's 8 activation bytes broadcast to every row, a sub-block's
 // integer sum is scaled by its per-row scale (vpmulld), and the two lanes of a row are added only once,
-// at the end of the group. Each token runs the same instructions whatever the batch size, so its result
-// is bit-identical alone and in a batch. Larger batches (prefill) un-interleave slabs on the stack for the
-// standard Q4_K / Q6_K GEMM (kx8_via_standard.h).
+// at the end of the group. Each token's sums take the same arithmetic whatever the batch size (a batch
+// only shares the unpacking of the codes), so its result is bit-identical alone and in a batch. Larger batches
+// (prefill) un-interleave slabs on the stack for the standard Q4_K / Q6_K GEMM (kx8_via_standard.h).
 //
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -130,9 +130,7 @@ struct Q4KScales {
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(summ)), _mm512_mul_ps(ndmin2, xd), acc);
 }
 
-// One token: the unit is unpacked chunk by chunk as it is read. More tokens: each chunk is unpacked once for all
-// of them. A token's integer sums and float steps are the same either way (integer sums are exact in any order),
-// so its result does not depend on the batch.
+// Each 64-code chunk of a unit is unpacked once for all T tokens.
 template <size_t T>
 void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t nb, size_t g0,
                    size_t g1, float* y, size_t ldy) {
