@@ -1,5 +1,5 @@
 # Collects the library's sources by layer and gives each per-ISA kernel file its own flags.
-# Kernel files are named *_scalar.cpp, *_avx2.cpp, *_avx512.cpp, *_neon.cpp (see simd/README.md).
+# Kernel files are named *_scalar.cpp, *_avx2.cpp, *_avx2vnni.cpp, *_avx512.cpp, *_neon.cpp (see simd/README.md).
 file(GLOB_RECURSE LMRT_SOURCES CONFIGURE_DEPENDS
   ${CMAKE_CURRENT_SOURCE_DIR}/abi/*.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/formats/*.cpp
@@ -13,9 +13,16 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
   set(LMRT_ARCH_ARM ON)
   add_compile_definitions(LMRT_ARCH_ARM=1)
-  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_(avx2|avx512)\\.cpp$")
+  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_(avx2|avx2vnni|avx512)\\.cpp$")
 else()
-  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_(avx2|avx512|neon)\\.cpp$")
+  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_(avx2|avx2vnni|avx512|neon)\\.cpp$")
+endif()
+if(LMRT_ARCH_X86 AND LMRT_SANITIZE)
+  # The avx2vnni files compile the AVX2 sources a second time, differing only in the integer dot steps (same
+  # loads, same integers: BatchInvariance.AvxVnniGivesTheBitsOfAvx2 in the Release tests). The sanitizer builds
+  # instrument the plain copy only, which keeps their compile time (the quant kernels are their slowest files).
+  list(FILTER LMRT_SOURCES EXCLUDE REGEX "_avx2vnni\\.cpp$")
+  add_compile_definitions(LMRT_NO_AVX2VNNI=1)
 endif()
 
 function(lmrt_set_isa_flags)
@@ -34,12 +41,15 @@ function(lmrt_set_isa_flags)
   endif()
   foreach(src IN LISTS LMRT_SOURCES)
     set(extra "")
-    if(kernel_sanitize AND src MATCHES "/simd/quant_kernels_(avx2|avx512)\\.cpp$")
+    if(kernel_sanitize AND src MATCHES "/simd/quant_kernels_(avx2|avx2vnni|avx512)\\.cpp$")
       list(JOIN kernel_sanitize ";" extra)
       set(extra ";${extra}")
     endif()
     if(src MATCHES "_avx2\\.cpp$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c${extra}")
+    elseif(src MATCHES "_avx2vnni\\.cpp$")
+      # The AVX2 files again, with AVX-VNNI (simd/avx2_variant.h).
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni${extra}")
     elseif(src MATCHES "_avx512\\.cpp$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni${extra}")

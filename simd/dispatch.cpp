@@ -32,6 +32,14 @@ bool cpu_has_avx2() {
   return (b >> 5) & 1;
 }
 
+// AVX-VNNI (VEX-encoded vpdpbusd on ymm): CPUID.(EAX=7, ECX=1):EAX bit 4.
+bool cpu_has_avxvnni() {
+  if (!cpu_has_avx2()) return false;
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+  return (a >> 4) & 1;
+}
+
 bool cpu_has_avx512() {
   if (!cpu_has_avx2()) return false;
   if ((read_xcr0() & 0xE6) != 0xE6) return false;  // opmask, ZMM state
@@ -55,6 +63,8 @@ const char* isa_name(Isa isa) {
       return "scalar";
     case Isa::avx2:
       return "avx2";
+    case Isa::avx2vnni:
+      return "avx2vnni";
     case Isa::avx512:
       return "avx512";
     case Isa::neon:
@@ -70,6 +80,8 @@ bool isa_available(Isa isa) {
 #if defined(LMRT_ARCH_X86)
     case Isa::avx2:
       return avx2_kernels() != nullptr && cpu_has_avx2();
+    case Isa::avx2vnni:
+      return avx2vnni_kernels() != nullptr && cpu_has_avxvnni();
     case Isa::avx512:
       return avx512_kernels() != nullptr && cpu_has_avx512();
 #elif defined(LMRT_ARCH_ARM)
@@ -83,10 +95,10 @@ bool isa_available(Isa isa) {
 
 Isa best_isa() {
   if (const char* forced = std::getenv("LMRT_ISA")) {
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon})
+    for (Isa isa : kAllIsas)
       if (std::strcmp(forced, isa_name(isa)) == 0 && isa_available(isa)) return isa;
   }
-  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::neon})
+  for (Isa isa : {Isa::avx512, Isa::avx2vnni, Isa::avx2, Isa::neon})
     if (isa_available(isa)) return isa;
   return Isa::scalar;
 }
@@ -97,6 +109,9 @@ const Kernels& kernels_for(Isa isa) {
     switch (isa) {
       case Isa::avx2:
         k = avx2_kernels();
+        break;
+      case Isa::avx2vnni:
+        k = avx2vnni_kernels();
         break;
       case Isa::avx512:
         k = avx512_kernels();
@@ -166,6 +181,9 @@ const Matmul& matmul_for(const Kernels& k, TensorType type) {
 #if !defined(LMRT_ARCH_X86)
 const Kernels* avx2_kernels() { return nullptr; }
 const Kernels* avx512_kernels() { return nullptr; }
+#endif
+#if !defined(LMRT_ARCH_X86) || defined(LMRT_NO_AVX2VNNI)
+const Kernels* avx2vnni_kernels() { return nullptr; }
 #endif
 #if !defined(LMRT_ARCH_ARM)
 const Kernels* neon_kernels() { return nullptr; }

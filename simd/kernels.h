@@ -21,7 +21,10 @@ struct BlockQ8Act {
 };
 static_assert(sizeof(BlockQ8Act) == 40);
 
-enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
+// avx2vnni: the AVX2 table's sources built with AVX-VNNI (simd/avx2_variant.h), bit-identical to avx2.
+enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, neon = 3, avx2vnni = 4 };
+// Every ISA, for loops over them (LMRT_ISA names, tests, benchmarks).
+inline constexpr Isa kAllIsas[] = {Isa::scalar, Isa::avx2, Isa::avx2vnni, Isa::avx512, Isa::neon};
 
 const char* isa_name(Isa isa);
 
@@ -146,12 +149,13 @@ const Matmul& matmul_for(const Kernels& k, TensorType type);
 // The kernel tables compiled into this build; nullptr when an ISA is not compiled in.
 const Kernels* scalar_kernels();
 const Kernels* avx2_kernels();
+const Kernels* avx2vnni_kernels();
 const Kernels* avx512_kernels();
 const Kernels* neon_kernels();
 
 // Whether this CPU can run `isa` (cpuid/xgetbv on x86, hwcaps on ARM) and it is compiled in.
 bool isa_available(Isa isa);
-// The best available ISA, or the one named by LMRT_ISA (scalar|avx2|avx512|neon) when set and
+// The best available ISA, or the one named by LMRT_ISA (scalar|avx2|avx2vnni|avx512|neon) when set and
 // available. Evaluated once per process call; has no hidden state.
 Isa best_isa();
 const Kernels& kernels_for(Isa isa);

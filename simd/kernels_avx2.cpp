@@ -17,6 +17,7 @@
 
 #include "formats/k_quants.h"
 #include "formats/q4_0x16.h"
+#include "simd/avx2_variant.h"
 #include "simd/float_ops.h"
 #include "simd/kernels.h"
 #include "simd/kv_streams.h"
@@ -176,6 +177,7 @@ template <class K>
 // The GEMM needs the transposition.
 // clang-format off
 #include "simd/transpose_avx2.h"
+#include "simd/vnni256_x86.h"
 #include "simd/q4_0_gemm_avx2.h"
 // clang-format on
 
@@ -483,30 +485,30 @@ void to_f16(const float* x, uint16_t* y, size_t n) {
 }
 
 const Kernels kAvx2 = {
-    .isa = Isa::avx2,
+    .isa = LMRT_AVX2_ISA,
     .matmul =
         {
             .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
             .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
             .q4_0 = {matmul_q4_0, ActivationFormat::q8_32},
-            .q4_1 = {avx2::matmul_q4_1, ActivationFormat::q8_32},
-            .q5_0 = {avx2::matmul_q5_0, ActivationFormat::q8_32},
-            .q5_1 = {avx2::matmul_q5_1, ActivationFormat::q8_32},
+            .q4_1 = {LMRT_AVX2_NS::matmul_q4_1, ActivationFormat::q8_32},
+            .q5_0 = {LMRT_AVX2_NS::matmul_q5_0, ActivationFormat::q8_32},
+            .q5_1 = {LMRT_AVX2_NS::matmul_q5_1, ActivationFormat::q8_32},
             .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
-            .q2_k = {avx2::matmul_q2_k, ActivationFormat::q8_k},
-            .q3_k = {avx2::matmul_q3_k, ActivationFormat::q8_k},
-            .q4_k = {avx2::matmul_q4_k, ActivationFormat::q8_k},
-            .q5_k = {avx2::matmul_q5_k, ActivationFormat::q8_k},
-            .q6_k = {avx2::matmul_q6_k, ActivationFormat::q8_k},
-            .iq4_nl = {avx2::matmul_iq4_nl, ActivationFormat::q8_32},
-            .iq4_xs = {avx2::matmul_iq4_xs, ActivationFormat::q8_k},
+            .q2_k = {LMRT_AVX2_NS::matmul_q2_k, ActivationFormat::q8_k},
+            .q3_k = {LMRT_AVX2_NS::matmul_q3_k, ActivationFormat::q8_k},
+            .q4_k = {LMRT_AVX2_NS::matmul_q4_k, ActivationFormat::q8_k},
+            .q5_k = {LMRT_AVX2_NS::matmul_q5_k, ActivationFormat::q8_k},
+            .q6_k = {LMRT_AVX2_NS::matmul_q6_k, ActivationFormat::q8_k},
+            .iq4_nl = {LMRT_AVX2_NS::matmul_iq4_nl, ActivationFormat::q8_32},
+            .iq4_xs = {LMRT_AVX2_NS::matmul_iq4_xs, ActivationFormat::q8_k},
             .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
             .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
-            .q4_kx8 = {avx2::matmul_q4_kx8, ActivationFormat::q8_k},
+            .q4_kx8 = {LMRT_AVX2_NS::matmul_q4_kx8, ActivationFormat::q8_k},
             .q6_kx8 = kServedByScalar,
         },
     .quantize_q8_act = quantize_q8_act,
-    .quantize_q8_k = avx2::quantize_q8_k,
+    .quantize_q8_k = LMRT_AVX2_NS::quantize_q8_k,
     .rmsnorm = Ops::rmsnorm,
     .softmax = Ops::softmax,
     .silu_mul = Ops::silu_mul,
@@ -529,6 +531,6 @@ const Kernels kAvx2 = {
 
 }  // namespace
 
-const Kernels* avx2_kernels() { return &kAvx2; }
+const Kernels* LMRT_AVX2_GETTER() { return &kAvx2; }
 
 }  // namespace lmrt::simd

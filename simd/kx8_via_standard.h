@@ -25,7 +25,8 @@ void matmul_kx8_via_standard(const void* w, size_t w_row_bytes, const void* x, s
   constexpr size_t kBlockBytes = kStandard == TensorType::q4_k ? 144 : 210;
   constexpr size_t kPassRows = 16;    // two groups per pass: the GEMMs put 16 rows in a register's lanes
   constexpr size_t kSlabBlocks = 16;  // 16 rows x 16 blocks: at most 53 KiB on the stack
-  constexpr size_t kMaxTokens = 64;   // tokens per pass when a row needs more than one slab
+  constexpr size_t kMaxTokens = 64;   // tokens per matmul call without kResume (its partial sums below)
+  const size_t tok_step = kResume != nullptr ? n_tok : kMaxTokens;
   const size_t nb = n / kQK;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x);
@@ -34,13 +35,14 @@ void matmul_kx8_via_standard(const void* w, size_t w_row_bytes, const void* x, s
   for (size_t p0 = r0; p0 < r1; p0 += kPassRows) {
     const size_t pr = r1 - p0 < kPassRows ? r1 - p0 : kPassRows;  // 8 or 16 rows
     float* yp = y + p0;
-    for (size_t t0 = 0; t0 < n_tok; t0 += kMaxTokens) {
-      const size_t nt = n_tok - t0 < kMaxTokens ? n_tok - t0 : kMaxTokens;
-      for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
-        const size_t sb = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
-        for (size_t g = 0; g < pr / kKx8Rows; ++g)
-          deinterleave_kx8_group(kStandard, wb + (p0 + g * kKx8Rows) * w_row_bytes, b0, sb,
-                                 rows + g * kKx8Rows * sb * kBlockBytes);
+    // Each slab is turned back once for every token (slabs outermost): a token's slabs still run in order.
+    for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
+      const size_t sb = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
+      for (size_t g = 0; g < pr / kKx8Rows; ++g)
+        deinterleave_kx8_group(kStandard, wb + (p0 + g * kKx8Rows) * w_row_bytes, b0, sb,
+                               rows + g * kKx8Rows * sb * kBlockBytes);
+      for (size_t t0 = 0; t0 < n_tok; t0 += tok_step) {
+        const size_t nt = n_tok - t0 < tok_step ? n_tok - t0 : tok_step;
         const uint8_t* xs = xb + t0 * x_row_bytes + b0 * sizeof(BlockQ8_K);
         if (b0 == 0 || kResume != nullptr) {
           (b0 == 0 ? kMatmul : kResume)(rows, sb * kBlockBytes, xs, x_row_bytes, sb * kQK, nt, 0, pr, yp + t0 * ldy,

@@ -2,11 +2,13 @@
 // lanes of a register: the blocks are transposed so that 32-bit lane r holds 4 nibbles (q + 8) of row r. A token
 // then costs, per block of 8 rows, 8 maddubs against its activation dwords broadcast, summed in 16 bits
 // (8 * 2 * 15 * 128 fits), one madd, the -8 * sum(x) offset, one convert and one FMA with the rows' scales times
-// the activation's, for all 8 rows at once and without horizontal sums. A batch transposes slabs of kSlabBlocks
-// blocks once for all its token tiles (the GEMM); one token transposes each block in registers (decode). Both sum
-// each (row, token) as one chain over the blocks in order, so a token gets the same bits alone and in any batch.
+// the activation's, for all 8 rows at once and without horizontal sums. Built with AVX-VNNI (the avx2vnni table)
+// the 8 maddubs, adds and madd are 8 vpdpbusd starting from the offset: the same integer. A batch transposes slabs of
+// kSlabBlocks blocks once for all its token tiles (the GEMM); one token transposes each block in registers (decode).
+// Both sum each (row, token) as one chain over the blocks in order, so a token gets the same bits alone and in any
+// batch.
 //
-// Include only inside the anonymous namespace of kernels_avx2.cpp, after transpose_avx2.h.
+// Include only inside the anonymous namespace of kernels_avx2.cpp, after transpose_avx2.h and vnni256_x86.h.
 #pragma once
 
 namespace q4_0_gemm {
@@ -59,8 +61,19 @@ void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool 
     xt[t] = reinterpret_cast<const BlockQ8Act*>(x + t * x_row_bytes);
     acc[t] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + t * ldy, rows);
   }
-  const __m256i ones = _mm256_set1_epi16(1);
   for (size_t b = 0; b < nbs; ++b) {
+    __m256i sum[T];
+#if defined(LMRT_VNNI256)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) sum[t] = _mm256_set1_epi32(xt[t][b].minus8_sum);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m256i w = _mm256_load_si256(&s.q[b][j]);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t)
+        sum[t] = dpbusd256(sum[t], w, _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[j]));
+    }
+#else
     __m256i s16[T];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
@@ -72,12 +85,15 @@ void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool 
         s16[t] = j == 0 ? p : _mm256_add_epi16(s16[t], p);
       }
     }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      sum[t] =
+          _mm256_add_epi32(_mm256_madd_epi16(s16[t], _mm256_set1_epi16(1)), _mm256_set1_epi32(xt[t][b].minus8_sum));
+#endif
     const __m256 wd = s.d[b];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(s16[t], ones), _mm256_set1_epi32(xt[t][b].minus8_sum));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(wd, _mm256_set1_ps(xt[t][b].d)), acc[t]);
-    }
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), _mm256_mul_ps(wd, _mm256_set1_ps(xt[t][b].d)), acc[t]);
   }
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) _mm256_maskstore_ps(y + t * ldy, rows, acc[t]);
@@ -109,7 +125,7 @@ template <int S>
 void decode_groups(const uint8_t* w, size_t w_row_bytes, const BlockQ8Act* x, size_t nb, const size_t (&r)[S],
                    size_t r1, float* y) {
   constexpr size_t kPfStep = kRows * sizeof(BlockQ4_0);  // the next group's bytes per block, at this group's pace
-  const __m256i nib = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const __m256i nib = _mm256_set1_epi8(0x0F);
   const uint8_t* rows[S][kRows];
   const uint8_t* pf[S];
   __m256 acc[S];
@@ -130,6 +146,14 @@ void decode_groups(const uint8_t* w, size_t w_row_bytes, const BlockQ8Act* x, si
       prefetch_span<kPfStep - 1>(pf[s] + b * kPfStep);
       __m256i t[4];
       transpose_dwords8(rows[s], off + 2, t);
+#if defined(LMRT_VNNI256)
+      __m256i sum = m8;
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) sum = dpbusd256(sum, _mm256_and_si256(t[j], nib), _mm256_set1_epi32(xq[j]));
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j)
+        sum = dpbusd256(sum, _mm256_and_si256(_mm256_srli_epi32(t[j], 4), nib), _mm256_set1_epi32(xq[4 + j]));
+#else
       __m256i s16 = _mm256_maddubs_epi16(_mm256_and_si256(t[0], nib), _mm256_set1_epi32(xq[0]));
 #pragma GCC unroll 4
       for (int j = 1; j < 4; ++j)
@@ -138,7 +162,8 @@ void decode_groups(const uint8_t* w, size_t w_row_bytes, const BlockQ8Act* x, si
       for (int j = 0; j < 4; ++j)
         s16 = _mm256_add_epi16(
             s16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi32(t[j], 4), nib), _mm256_set1_epi32(xq[4 + j])));
-      const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(s16, ones), m8);
+      const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), m8);
+#endif
       alignas(16) uint16_t d[kRows];
 #pragma GCC unroll 8
       for (size_t i = 0; i < kRows; ++i) __builtin_memcpy(&d[i], rows[s][i] + off, sizeof(uint16_t));

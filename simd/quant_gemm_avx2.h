@@ -8,10 +8,12 @@
 // scales, so the super-block's sum stays exact in 32 bits; then the bias pairs against the bsums, one or two
 // converts and FMAs with d (and the bias's own scale) times the activation's d. Each (row, token) is one FMA
 // chain over the super-blocks in order (slabs carry on from what the earlier ones stored): the arithmetic of
-// SuperTiles, so a token gets the same bits alone and in any batch.
+// SuperTiles, so a token gets the same bits alone and in any batch. Built with AVX-VNNI (the avx2vnni table), each
+// scale group is one vpdpbusd per dword and one vpmulld (a vpdpwssd for Q2_K/Q3_K) with the rows' scales, as
+// quant_gemm_avx512.h: the same integers, so the same bits.
 //
-// Include only inside the anonymous namespace of quant_kernels_avx2.cpp, after quant_kernels_x86.h and
-// transpose_avx2.h.
+// Include only inside the anonymous namespace of quant_kernels_avx2.cpp, after quant_kernels_x86.h (which includes
+// vnni256_x86.h) and transpose_avx2.h.
 #pragma once
 
 namespace gemm {
@@ -25,6 +27,7 @@ constexpr size_t kMinToks = 4;
 struct Slab {
   __m256i q[kSlabSupers][64];    // register k: codes 4k..4k+3 of the 8 rows
   __m256i sc[kSlabSupers][16];   // the scale of each group of 16 weights in both 16-bit halves of the lane
+                                 // (with VNNI: as 32 bits, or the low 16 of them where kShortGroups)
   __m256i bias[kSlabSupers][8];  // bias coefficients of groups 2k, 2k + 1 as 16-bit pairs
   __m256 d[kSlabSupers], dbias[kSlabSupers];
 };
@@ -68,10 +71,20 @@ struct Ops {
       transpose_dwords8(bp, 16, s.bias[b] + 4);
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
+#if defined(LMRT_VNNI256)
+        if constexpr (kShortGroups<W>) {  // the low 16 bits only: vpdpwssd's high pair then adds nothing
+          s.sc[b][2 * k] = _mm256_and_si256(pairs[k], _mm256_set1_epi32(0xFFFF));
+          s.sc[b][2 * k + 1] = _mm256_srli_epi32(pairs[k], 16);
+        } else {
+          s.sc[b][2 * k] = _mm256_srai_epi32(_mm256_slli_epi32(pairs[k], 16), 16);
+          s.sc[b][2 * k + 1] = _mm256_srai_epi32(pairs[k], 16);
+        }
+#else
         const __m256i even = _mm256_and_si256(pairs[k], _mm256_set1_epi32(0xFFFF));
         const __m256i odd = _mm256_srli_epi32(pairs[k], 16);
         s.sc[b][2 * k] = _mm256_or_si256(even, _mm256_slli_epi32(even, 16));
         s.sc[b][2 * k + 1] = _mm256_or_si256(odd, _mm256_slli_epi32(odd, 16));
+#endif
       }
       s.d[b] = _mm256_load_ps(d);
       s.dbias[b] = _mm256_load_ps(dbias);
@@ -99,6 +112,23 @@ struct Ops {
       for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
 #pragma GCC unroll 16
       for (int g = 0; g < G; ++g) {
+#if defined(LMRT_VNNI256)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();  // here a 32-bit sum per group
+#pragma GCC unroll 8
+        for (int k = 0; k < kDwords; ++k) {
+          const __m256i w = _mm256_load_si256(&s.q[b][g * kDwords + k]);
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t)
+            s16[t] = dpbusd256(s16[t], w,
+                               _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[g * kDwords + k]));
+        }
+        const __m256i sc = _mm256_load_si256(&s.sc[b][g * kScaleStep]);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t)
+          tot[t] = kShortGroups<W> ? dpwssd256(tot[t], s16[t], sc)
+                                   : _mm256_add_epi32(tot[t], _mm256_mullo_epi32(s16[t], sc));
+#else
 #pragma GCC unroll 8
         for (int k0 = 0; k0 < kDwords; k0 += kRun) {
 #pragma GCC unroll 8
@@ -115,6 +145,7 @@ struct Ops {
 #pragma GCC unroll 8
           for (int t = 0; t < T; ++t) tot[t] = _mm256_add_epi32(tot[t], _mm256_madd_epi16(s16[t], sc));
         }
+#endif
       }
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {

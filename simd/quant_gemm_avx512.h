@@ -33,11 +33,6 @@ struct Slab {
 
 using AliasedI32 = int32_t __attribute__((may_alias));
 
-// Whether a scale group's integer sum (its weights x kMaxCode x 127 at most) fits in 16 bits (Q2_K, Q3_K): its
-// scale multiply is then one vpdpwssd (the sum's sign-extension word meets a zero word), not vpmulld + add.
-template <class W>
-constexpr bool kShortGroups = kQK / W::kScaleGroups* W::kMaxCode * 127 <= 32767;
-
 // sum + vpdpbusd(w, the dword at p broadcast) / vpdpwssd: the broadcast folded into the instruction
 // ({1to16}); GCC 12 emits a separate vpbroadcastd otherwise.
 [[gnu::always_inline]] inline __m512i dpbusd_bcast(__m512i sum, __m512i w, const AliasedI32* p) {

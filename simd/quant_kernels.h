@@ -9,7 +9,7 @@
 // order of the float accumulation differs from the scalar reference.
 //
 // The scalar namespace is the reference. An ISA without a kernel of its own for a type forwards to the
-// scalar one (simd/README.md lists which kernels are native per ISA). The avx2/avx512 functions exist
+// scalar one (simd/README.md lists which kernels are native per ISA). The avx2/avx2vnni/avx512 functions exist
 // in x86-64 builds only, neon in AArch64 builds only; call an ISA's function only when
 // isa_available(that ISA).
 #pragma once
@@ -61,15 +61,23 @@ LMRT_QUANT_KERNELS_DECLARE
 LMRT_KX8_KERNELS_DECLARE
 }  // namespace scalar
 
+// Q4_Kx8 only: AVX2's Q6_Kx8 is served by the scalar table (Q6_K is not repacked by default). The resume kernel is
+// as avx512's matmul_q4_k_resume below.
+#define LMRT_AVX2_KERNELS_DECLARE                                                                                  \
+  LMRT_QUANT_KERNELS_DECLARE                                                                                       \
+  void matmul_q4_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, \
+                     size_t r0, size_t r1, float* y, size_t ldy);                                                  \
+  void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,          \
+                          size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);
+
 namespace avx2 {
-LMRT_QUANT_KERNELS_DECLARE
-// Q4_Kx8 only: AVX2's Q6_Kx8 is served by the scalar table (Q6_K is not repacked by default).
-void matmul_q4_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
-                   size_t r0, size_t r1, float* y, size_t ldy);
-// As avx512's matmul_q4_k_resume below.
-void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
-                        size_t r0, size_t r1, float* y, size_t ldy);
+LMRT_AVX2_KERNELS_DECLARE
 }  // namespace avx2
+
+// The same sources built with AVX-VNNI (simd/avx2_variant.h): the same bits.
+namespace avx2vnni {
+LMRT_AVX2_KERNELS_DECLARE
+}  // namespace avx2vnni
 
 namespace avx512 {
 LMRT_QUANT_KERNELS_DECLARE
@@ -89,4 +97,5 @@ LMRT_QUANT_KERNELS_DECLARE
 }  // namespace lmrt::simd
 
 #undef LMRT_QUANT_KERNELS_DECLARE
+#undef LMRT_AVX2_KERNELS_DECLARE
 #undef LMRT_KX8_KERNELS_DECLARE

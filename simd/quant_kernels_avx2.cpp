@@ -9,11 +9,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "simd/avx2_variant.h"
 #include "simd/matmul_tiling.h"
 #include "simd/quant_kernels.h"
 #include "simd/slab_gemm.h"
 
-namespace lmrt::simd::avx2 {
+namespace lmrt::simd::LMRT_AVX2_NS {
 namespace {
 
 // Each header needs the one before it.
@@ -85,4 +86,4 @@ void matmul_iq4_nl(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
   matmul_block32<IQ4_NLW, 4, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
-}  // namespace lmrt::simd::avx2
+}  // namespace lmrt::simd::LMRT_AVX2_NS

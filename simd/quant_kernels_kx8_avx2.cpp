@@ -16,11 +16,12 @@
 #include <cstring>
 
 #include "formats/k_quants_x8.h"
+#include "simd/avx2_variant.h"
 #include "simd/kx8_scales_x86.h"
 #include "simd/kx8_via_standard.h"
 #include "simd/quant_kernels.h"
 
-namespace lmrt::simd::avx2 {
+namespace lmrt::simd::LMRT_AVX2_NS {
 namespace {
 
 constexpr size_t kMaxTiled = 3;  // tokens the interleaved kernel takes (one pass per token); more take the GEMM
@@ -168,4 +169,4 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
                 r1 / kKx8Rows, y, ldy);
 }
 
-}  // namespace lmrt::simd::avx2
+}  // namespace lmrt::simd::LMRT_AVX2_NS

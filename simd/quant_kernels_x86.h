@@ -8,7 +8,7 @@
 // coefficient that multiplies the activations' bsums (Q4_K/Q5_K/Q2_K: the mins, scaled by -dmin; Q6_K and
 // Q3_K: -32 * scale and -4 * scale, the offsets of their unsigned codes, scaled by d). One core then does
 // maddubs (unsigned weight x signed activation byte pairs; at most 2 * 63 * 127 fits in 16 bits) and a
-// 16-bit multiply-add with the scales (VNNI's vpdpwssd where compiled for AVX-512 VNNI), so a block's
+// 16-bit multiply-add with the scales (VNNI's vpdpwssd where the file is built with it), so a block's
 // integer sum is exact; each (row, token) then chains acc = fma(sum, d * xd, acc) (and fma(bias sum, -dmin * xd,
 // acc)) over the blocks in order, as the GEMMs do (SuperTiles). Small batches run R rows x T tokens per tile,
 // unpacking each row's block once for all T tokens.
@@ -16,6 +16,8 @@
 // Include only inside an anonymous namespace of an x86 ISA file, after <immintrin.h>, <cstring>,
 // "simd/matmul_tiling.h" and "simd/quant_kernels.h".
 #pragma once
+
+#include "simd/vnni256_x86.h"
 
 using tiling::MatmulArgs;
 
@@ -265,8 +267,8 @@ template <class W>
       prod = _mm256_maddubs_epi16(_mm256_sign_epi8(u.q[c], u.q[c]), _mm256_sign_epi8(xq, u.q[c]));
     else
       prod = _mm256_maddubs_epi16(u.q[c], xq);
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    sum[c & 1] = _mm256_dpwssd_epi32(sum[c & 1], prod, chunk_scales(u, c));
+#if defined(LMRT_VNNI256)
+    sum[c & 1] = dpwssd256(sum[c & 1], prod, chunk_scales(u, c));
 #else
     sum[c & 1] = _mm256_add_epi32(sum[c & 1], _mm256_madd_epi16(prod, chunk_scales(u, c)));
 #endif
@@ -275,6 +277,12 @@ template <class W>
   m = _mm256_madd_epi16(u.bias, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
   if constexpr (!W::kBiasOwnScale) s = _mm256_add_epi32(s, m);
 }
+
+// Whether a scale group's integer sum (its weights x kMaxCode x 127 at most) fits in 16 bits (Q2_K, Q3_K): the
+// VNNI GEMMs' scale multiply is then one vpdpwssd (the sum's sign-extension word meets a zero word), not vpmulld
+// + add.
+template <class W>
+constexpr bool kShortGroups = kQK / W::kScaleGroups* W::kMaxCode * 127 <= 32767;
 
 // Lane k: the sum of the 8 lanes of v_k (integers: exact in any order).
 [[gnu::always_inline]] inline __m128i hsums4_epi32(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
@@ -501,8 +509,8 @@ template <class W>
     sumi = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w.q, w.q), _mm256_sign_epi8(xq, w.q)),
                              _mm256_set1_epi16(1));
   } else {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    sumi = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.q, xq);
+#if defined(LMRT_VNNI256)
+    sumi = dpbusd256(_mm256_setzero_si256(), w.q, xq);
 #else
     sumi = _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, xq), _mm256_set1_epi16(1));
 #endif

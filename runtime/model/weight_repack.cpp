@@ -45,7 +45,8 @@ bool repacking_of(TensorType standard, Repacking* out) {
 // than reading it).
 bool wanted(const simd::Kernels& k, TensorType standard) {
   if (standard == TensorType::q4_k) return true;
-  if (standard == TensorType::q4_0) return k.isa == simd::Isa::avx512 || k.isa == simd::Isa::avx2;
+  if (standard == TensorType::q4_0)
+    return k.isa == simd::Isa::avx512 || k.isa == simd::Isa::avx2 || k.isa == simd::Isa::avx2vnni;
   const char* v = std::getenv("LMRT_REPACK");
   return v != nullptr && std::strcmp(v, "all") == 0;
 }

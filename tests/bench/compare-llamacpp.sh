@@ -27,7 +27,8 @@
 #        THREADS (default "1 2")   PROMPTS (default "128 512")   GEN (128)   ROUNDS (3)
 #        PEER_ISA   (default native) llama.cpp's CPU variant: native = the best its loader picks for this CPU;
 #                   avx2 = its `haswell` build only (AVX2/FMA/F16C), for an AVX2-against-AVX2 table on a
-#                   machine that has AVX-512 (use with ISAS=avx2)
+#                   machine that has AVX-512 (use with ISAS=avx2); avx2vnni = its `alderlake` build only
+#                   (AVX2 + AVX-VNNI; use with ISAS=avx2vnni on a CPU that has AVX-VNNI)
 #        LMRT_SHARED_DIR (default: ../shared beside the repository)
 #        OUT        (default $MODELS_DIR/results.jsonl) raw per-process results
 set -euo pipefail
@@ -53,8 +54,8 @@ peer_isa=${PEER_ISA:-native}
 if [[ $peer_isa != native ]]; then
   # The npm package ships one CPU library per x86 level and its loader takes the best one found in the bench's
   # compiled-in directory: a second bench whose directory holds only the wanted variant runs that one.
-  declare -A peer_variant=([avx2]=haswell)
-  variant=${peer_variant[$peer_isa]:?PEER_ISA must be native or avx2}
+  declare -A peer_variant=([avx2]=haswell [avx2vnni]=alderlake)
+  variant=${peer_variant[$peer_isa]:?PEER_ISA must be native, avx2 or avx2vnni}
   bins=${LMRT_PEER_CACHE:-$HOME/.cache/lmrt-peers}/llamacpp/nlc/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
   only=$oracle_bin/$peer_isa-bins
   mkdir -p "$only"

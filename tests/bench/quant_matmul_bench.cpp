@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   Isa isa = best_isa();
   if (argc > 1 && std::strcmp(argv[1], "best") != 0) {
     bool found = false;
-    for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon})
+    for (Isa i : kAllIsas)
       if (std::strcmp(argv[1], isa_name(i)) == 0 && isa_available(i)) {
         isa = i;
         found = true;

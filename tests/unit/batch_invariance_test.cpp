@@ -31,7 +31,7 @@ constexpr size_t kMaxTok = 20;
 // arithmetic for every batch), and NEON with and without dotprod (one tile arithmetic, its multiply-adds explicit
 // fmas in quant_kernels_neon.cpp), audited under qemu by scripts/cross-test-aarch64.sh.
 bool promised(Isa isa, TensorType) {
-  return isa == Isa::scalar || isa == Isa::avx2 || isa == Isa::avx512 || isa == Isa::neon;
+  return isa == Isa::scalar || isa == Isa::avx2 || isa == Isa::avx2vnni || isa == Isa::avx512 || isa == Isa::neon;
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
@@ -126,7 +126,7 @@ std::vector<size_t> differing_batches(const Kernels& k, TensorType type, size_t 
 
 std::vector<const Kernels*> tables() {
   std::vector<const Kernels*> v;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon})
+  for (Isa isa : kAllIsas)
     if (isa_available(isa)) v.push_back(&kernels_for(isa));
   return v;
 }
@@ -168,7 +168,7 @@ TEST(BatchInvariance, EveryTokenGetsItsDecodeBitsInEveryBatch) {
 // interleaved file gives the standard file's bits, alone and in batches.
 TEST(BatchInvariance, Q4_0x16GivesTheBitsOfQ4_0OnX86) {
   bool ran = false;
-  for (Isa isa : {Isa::avx2, Isa::avx512}) {
+  for (Isa isa : {Isa::avx2, Isa::avx2vnni, Isa::avx512}) {
     if (!isa_available(isa)) continue;
     ran = true;
     SCOPED_TRACE(isa_name(isa));
@@ -188,6 +188,36 @@ TEST(BatchInvariance, Q4_0x16GivesTheBitsOfQ4_0OnX86) {
     }
   }
   if (!ran) GTEST_SKIP() << "no x86 table is available here";
+}
+
+// The avx2vnni table is the AVX2 sources built with AVX-VNNI (simd/avx2_variant.h): its vpdpbusd sums are the
+// integers of AVX2's maddubs/madd, so every type and batch size gives the AVX2 table's bits.
+TEST(BatchInvariance, AvxVnniGivesTheBitsOfAvx2) {
+  if (!isa_available(Isa::avx2vnni)) GTEST_SKIP() << "this CPU has no AVX-VNNI";
+  const Kernels& plain = kernels_for(Isa::avx2);
+  const Kernels& vnni = kernels_for(Isa::avx2vnni);
+  const TensorType types[] = {TensorType::q4_0, TensorType::q4_0x16, TensorType::q4_k,   TensorType::q5_k,
+                              TensorType::q6_k, TensorType::q3_k,    TensorType::q2_k,   TensorType::q4_1,
+                              TensorType::q5_0, TensorType::q5_1,    TensorType::iq4_nl, TensorType::iq4_xs};
+  const size_t rows = 80;
+  for (TensorType type : types) {
+    for (size_t n : {256u, 2304u}) {
+      SCOPED_TRACE(std::string(tensor_type_traits(type).name) + " n=" + std::to_string(n));
+      const Matmul &a = matmul_for(plain, type), &b = matmul_for(vnni, type);
+      ASSERT_EQ(a.input, b.input);
+      size_t w_row_bytes = 0, x_row_bytes = 0;
+      const std::vector<uint8_t> w = weights(type, rows, n, &w_row_bytes);
+      const std::vector<uint8_t> x = activations(plain, a.input, n, &x_row_bytes);
+      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 8u, 9u, 20u}) {
+        std::vector<float> ya(n_tok * rows, -1.0f), yb(n_tok * rows, -2.0f);
+        a.fn(w.data(), w_row_bytes, x.data(), x_row_bytes, n, n_tok, 0, rows, ya.data(), rows);
+        b.fn(w.data(), w_row_bytes, x.data(), x_row_bytes, n, n_tok, 0, rows, yb.data(), rows);
+        for (size_t i = 0; i < ya.size(); ++i)
+          ASSERT_TRUE(same_bits(ya[i], yb[i]))
+              << "n_tok=" << n_tok << " output " << i << ": " << ya[i] << " vs " << yb[i];
+      }
+    }
+  }
 }
 
 }  // namespace

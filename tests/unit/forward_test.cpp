@@ -99,8 +99,7 @@ TEST_P(Stories260KGreedyIsa, Matches256ReferenceTokens) {
   EXPECT_EQ(greedy_from_bos(*ctx, 256), reference_ids("stories260K.bin.greedy256.txt"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, Stories260KGreedyIsa,
-                         ::testing::Values(simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon),
+INSTANTIATE_TEST_SUITE_P(Isas, Stories260KGreedyIsa, ::testing::ValuesIn(simd::kAllIsas),
                          [](const auto& info) { return std::string(simd::isa_name(info.param)); });
 
 INSTANTIATE_TEST_SUITE_P(ThreadsAndKv, Stories260KGreedy,

@@ -178,7 +178,7 @@ TEST(Kx8Kernels, ScalarReferenceIsTheStandardKernelBitForBit) {
 TEST(Kx8Kernels, EveryIsaMatchesTheScalarReference) {
   auto g = open_q4_k_m();
   ASSERT_TRUE(g);
-  for (simd::Isa isa : {simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon}) {
+  for (simd::Isa isa : {simd::Isa::avx2, simd::Isa::avx2vnni, simd::Isa::avx512, simd::Isa::neon}) {
     if (!simd::isa_available(isa)) continue;
     const simd::Kernels& k = simd::kernels_for(isa);
     for (TensorType type : {TensorType::q4_k, TensorType::q6_k}) {
@@ -216,7 +216,7 @@ TEST(Kx8Kernels, EveryIsaMatchesTheScalarReference) {
 // kernels of its own (the others serve x8 through the scalar ones and never repack).
 TEST(Kx8Kernels, EveryBatchGivesTheStandardKernelsBits) {
   const uint64_t rows = 32, cols = 20 * kQK;
-  for (simd::Isa isa : {simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon}) {
+  for (simd::Isa isa : simd::kAllIsas) {
     if (!simd::isa_available(isa)) continue;
     const simd::Kernels& k = simd::kernels_for(isa);
     for (TensorType type : {TensorType::q4_k, TensorType::q6_k}) {
@@ -344,7 +344,8 @@ TEST(Kx8Model, RepackedQ4_K_MGivesTheSameLogits) {
 // Where Q4_0 is repacked at load (AVX-512, AVX2), the Q4_0x16 kernels sum every row as the Q4_0 ones do, so a
 // llama.cpp Q4_0 file gives exactly the logits it gives unrepacked, in a batch and one token at a time.
 TEST(Q4_0x16Model, RepackedQ4_0GivesTheFilesBits) {
-  if (simd::best_isa() != simd::Isa::avx512 && simd::best_isa() != simd::Isa::avx2)
+  const simd::Isa best = simd::best_isa();
+  if (best != simd::Isa::avx512 && best != simd::Isa::avx2 && best != simd::Isa::avx2vnni)
     GTEST_SKIP() << "Q4_0 is repacked at load on AVX-512 and AVX2 only";
   const std::vector<int32_t> ids = reference_ids(56);
   const ModelRun off = run_model(false, ids, "quant/base-Q4_0.gguf", TensorType::q4_0);

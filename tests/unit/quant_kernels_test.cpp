@@ -423,6 +423,9 @@ std::vector<IsaKernels> all_isa_kernels() {
   std::vector<IsaKernels> v = {LMRT_ISA_KERNELS(scalar, Isa::scalar)};
 #if defined(LMRT_ARCH_X86)
   v.push_back(LMRT_ISA_KERNELS(avx2, Isa::avx2));
+#if !defined(LMRT_NO_AVX2VNNI)
+  v.push_back(LMRT_ISA_KERNELS(avx2vnni, Isa::avx2vnni));
+#endif
   v.push_back(LMRT_ISA_KERNELS(avx512, Isa::avx512));
 #elif defined(LMRT_ARCH_ARM)
   v.push_back(LMRT_ISA_KERNELS(neon, Isa::neon));

@@ -102,8 +102,7 @@ TEST_P(QuantReference, EveryFileGivesLlamaCppsLogits) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, QuantReference,
-                         ::testing::Values(simd::Isa::scalar, simd::Isa::avx2, simd::Isa::avx512, simd::Isa::neon),
+INSTANTIATE_TEST_SUITE_P(Isas, QuantReference, ::testing::ValuesIn(simd::kAllIsas),
                          [](const auto& info) { return std::string(simd::isa_name(info.param)); });
 
 }  // namespace

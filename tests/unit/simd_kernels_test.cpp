@@ -742,7 +742,7 @@ TEST_P(SimdKernels, AttendHeadsF16MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, SimdKernels, testing::Values(Isa::avx2, Isa::avx512, Isa::neon),
+INSTANTIATE_TEST_SUITE_P(Isas, SimdKernels, testing::Values(Isa::avx2, Isa::avx2vnni, Isa::avx512, Isa::neon),
                          [](const testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
 }  // namespace
