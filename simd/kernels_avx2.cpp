@@ -1,4 +1,5 @@
-// AVX2 + FMA + F16C kernel table (no VNNI: plain maddubs/madd, so it runs on every AVX2 CPU).
+// AVX2 + FMA + F16C kernel table (plain maddubs/madd, so it runs on every AVX2 CPU), and compiled again with AVX-VNNI
+// as the avx2vnni table (kernels_avx2vnni.cpp, simd/avx2_variant.h: the dot steps become vpdpbusd, same bits).
 //
 // Q4_0 (q4_0_gemm_avx2.h) keeps 8 rows in the 8 lanes of a register: maddubs multiplies the unsigned nibbles
 // (q + 8) by the activation bytes and the offset is removed by adding -8 * sum(x), which quantize_q8_act stores with

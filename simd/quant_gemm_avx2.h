@@ -113,21 +113,22 @@ struct Ops {
 #pragma GCC unroll 16
       for (int g = 0; g < G; ++g) {
 #if defined(LMRT_VNNI256)
+        __m256i sum[T];  // the group's 32-bit sums
 #pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();  // here a 32-bit sum per group
+        for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int k = 0; k < kDwords; ++k) {
           const __m256i w = _mm256_load_si256(&s.q[b][g * kDwords + k]);
 #pragma GCC unroll 8
           for (int t = 0; t < T; ++t)
-            s16[t] = dpbusd256(s16[t], w,
+            sum[t] = dpbusd256(sum[t], w,
                                _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[g * kDwords + k]));
         }
         const __m256i sc = _mm256_load_si256(&s.sc[b][g * kScaleStep]);
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t)
-          tot[t] = kShortGroups<W> ? dpwssd256(tot[t], s16[t], sc)
-                                   : _mm256_add_epi32(tot[t], _mm256_mullo_epi32(s16[t], sc));
+          tot[t] = kShortGroups<W> ? dpwssd256(tot[t], sum[t], sc)
+                                   : _mm256_add_epi32(tot[t], _mm256_mullo_epi32(sum[t], sc));
 #else
 #pragma GCC unroll 8
         for (int k0 = 0; k0 < kDwords; k0 += kRun) {
