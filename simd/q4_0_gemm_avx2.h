@@ -83,6 +83,7 @@ void tile(const Slab& s, size_t nbs, const uint8_t* x, size_t x_row_bytes, bool 
         const __m256i p =
             _mm256_maddubs_epi16(w, _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[j]));
         s16[t] = j == 0 ? p : _mm256_add_epi16(s16[t], p);
+        keep_chain(s16[t]);
       }
     }
 #pragma GCC unroll 8

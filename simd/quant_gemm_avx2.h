@@ -140,6 +140,7 @@ struct Ops {
               const __m256i xv = _mm256_set1_epi32(reinterpret_cast<const AliasedI32*>(xt[t][b].qs)[g * kDwords + k]);
               const __m256i p = _mm256_maddubs_epi16(w, xv);
               s16[t] = k == k0 ? p : _mm256_add_epi16(s16[t], p);
+              keep_chain(s16[t]);
             }
           }
           const __m256i sc = _mm256_load_si256(&s.sc[b][g * kScaleStep]);

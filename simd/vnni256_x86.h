@@ -6,6 +6,11 @@
 // Include only inside an anonymous namespace of an x86 kernel file, after <immintrin.h>.
 #pragma once
 
+// Keeps a running sum of maddubs products a linear chain: without it GCC reassociates the unrolled 16-bit adds
+// into trees whose pending products overflow AVX2's 16 ymm registers (about one spill per maddubs in the GEMM
+// tiles). The empty asm pins the value in a register at that point.
+[[gnu::always_inline]] inline void keep_chain(__m256i& v) { __asm__("" : "+x"(v)); }
+
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
 #define LMRT_VNNI256 1
 
