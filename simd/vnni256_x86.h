@@ -1,7 +1,8 @@
 // The 256-bit integer dot steps of the x86 kernels where their file is built with VNNI: AVX-512 VNNI + VL (the
 // AVX-512 files) or AVX-VNNI (the *_avx2vnni.cpp copies of the AVX2 files, for Alder Lake and later, Zen 5). A
 // vpdpbusd gives the exact 32-bit sum that maddubs + madd (or maddubs, 16-bit adds, madd) give, so a table
-// built with it returns the bits of the one built without.
+// built with it returns the bits of the one built without. Also keep_chain, for the maddubs chains of the files
+// built without VNNI.
 //
 // Include only inside an anonymous namespace of an x86 kernel file, after <immintrin.h>.
 #pragma once
