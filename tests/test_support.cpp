@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -25,11 +26,34 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// This process's directory, removed with its contents when the process that made it exits (not a forked
+// child that exits first).
+struct TempDir {
+  std::string path;
+  pid_t owner = ::getpid();
+  TempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lmrt-tests-" + std::to_string(owner);
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (::getpid() == owner) std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+std::string temp_dir() {
+  static TempDir dir;
+  return dir.path;
+}
+
 std::string write_temp_file(const std::string& name, const std::string& bytes) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/lmrt-tests-" + std::to_string(::getpid());
-  (void)std::system(("mkdir -p '" + dir + "'").c_str());
-  const std::string path = dir + "/" + name;
+  const std::string path = temp_dir() + "/" + name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;

@@ -11,7 +11,10 @@ std::string shared_dir();
 // shared_dir() + "/models/" + name.
 std::string model_path(const std::string& name);
 std::string read_file(const std::string& path);
-// Writes bytes to a fresh file under the test temp dir and returns its path.
+// This test process's scratch directory ($TMPDIR or /tmp, then lmrt-tests-PID), made on first use and
+// removed with everything in it when the process exits.
+std::string temp_dir();
+// Writes bytes to a fresh file under temp_dir() and returns its path.
 std::string write_temp_file(const std::string& name, const std::string& bytes);
 // Runs SQL on a SQLite file through its own connection (waiting up to 5 s for locks) and returns the
 // first column of the first row ("" when none or on error): a look behind the cache's back.

@@ -110,9 +110,11 @@ class GgufFile {
   const std::vector<GgufKv>& metadata() const { return kvs_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const MappedFile& file() const { return *file_; }
-  // Writable bytes of tensor t (one of tensors()), for rewriting weights in place at load; nullptr when
-  // the file's bytes belong to the caller (MappedFile::view). The header keeps the file's type.
-  uint8_t* mutable_tensor_data(const GgufTensorInfo& t) { return file_->make_writable(t.data, t.n_bytes); }
+  // Writable bytes of tensor t (one of tensors()) when the file was read into memory, for rewriting weights
+  // in place at load; nullptr for a mapped file or the caller's bytes (MappedFile::view).
+  uint8_t* owned_tensor_data(const GgufTensorInfo& t) { return file_->owned_bytes(t.data, t.n_bytes); }
+  // Gives back the mapped pages of tensor t once its bytes have been copied elsewhere (MappedFile::release_pages).
+  void release_tensor_pages(const GgufTensorInfo& t) { file_->release_pages(t.data, t.n_bytes); }
   // Byte offset of the data section and the number of header bytes before it.
   uint64_t data_offset() const { return data_offset_; }
 

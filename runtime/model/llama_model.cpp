@@ -24,7 +24,7 @@ Status LlamaModel::load(std::unique_ptr<GgufFile> gguf, bool repack, std::unique
     if (!m->tied_output_) matmuls.push_back(&m->output_);
     const WeightView* lookups[] = {&m->tok_embd_};
     RepackReport r;
-    repack_weights(*m->gguf_, matmuls, lookups, &r);
+    repack_weights(*m->gguf_, matmuls, lookups, &m->repacked_weights_, &r);
     m->repacked_tensors_ = r.tensors;
     m->repacked_bytes_ = r.bytes;
     m->repack_seconds_ = r.seconds;
@@ -57,10 +57,8 @@ Status LlamaModel::vector(const std::string& name, uint32_t n, const float** out
   if (optional && gguf_->find_tensor(name) == nullptr) return Status::Ok();
   WeightView w;
   LMRT_RETURN_IF_ERROR(weight(name, n, 1, &w));
-  if (w.type == TensorType::f32 && reinterpret_cast<uintptr_t>(w.data) % alignof(float) == 0) {
-    *out = reinterpret_cast<const float*>(w.data);
-    return Status::Ok();
-  }
+  // Copied even when F32: these are tiny and read at every token, and reading one out of the mapping maps
+  // the file's whole large folio around it, pages of the neighbouring matrices that repacking gave back.
   std::vector<float>& v = converted_norms_.emplace_back(n);
   dequantize_row(w.type, w.data, v.data(), n);
   *out = v.data();

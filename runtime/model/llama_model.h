@@ -10,6 +10,7 @@
 
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/model_config.h"
+#include "runtime/util/huge_page_buffer.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
@@ -40,9 +41,10 @@ class LlamaModel {
   // Builds the model over a parsed GGUF file (taking ownership). Checks the architecture, every
   // hyper-parameter and every tensor's presence, shape and type. Errors: unsupported (another
   // architecture), bad_format (missing or mis-shaped tensors, inconsistent hyper-parameters).
-  // repack: rewrite the Q4_0 / Q4_K / Q6_K matrices in place into the interleaved layouts
-  // (runtime/model/weight_repack.h); by default when the best kernel table has kernels for them and
-  // LMRT_REPACK is not 0. The views of a rewritten matrix then carry the interleaved type; gguf() keeps the file's.
+  // repack: rewrite the Q4_0 / Q4_K / Q6_K matrices into the interleaved layouts, kept in a buffer of the
+  // model's own for a mapped file (runtime/model/weight_repack.h); by default when the best kernel table has kernels
+  // for them and LMRT_REPACK is not 0. The views of a rewritten matrix then carry the interleaved type; gguf() keeps
+  // the file's.
   static Status load(std::unique_ptr<GgufFile> gguf, std::unique_ptr<LlamaModel>* out);
   static Status load(std::unique_ptr<GgufFile> gguf, bool repack, std::unique_ptr<LlamaModel>* out);
 
@@ -83,12 +85,13 @@ class LlamaModel {
   bool tied_output_ = false;
   const float* output_norm_ = nullptr;
   std::vector<LayerWeights> layers_;
+  HugePageBuffer repacked_weights_;  // the interleaved matrices of a mapped file, which the views point into
   uint32_t repacked_tensors_ = 0;
   uint64_t repacked_bytes_ = 0;
   double repack_seconds_ = 0.0;
   uint64_t n_params_ = 0;
   const float *rope_freqs_ = nullptr, *rope_short_ = nullptr, *rope_long_ = nullptr;
-  // Norm vectors stored as F16/BF16 in the file, converted once (they are tiny).
+  // The norm and bias vectors, as F32 copies of the file's (they are tiny).
   std::vector<std::vector<float>> converted_norms_;
 };
 

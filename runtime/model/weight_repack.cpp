@@ -56,12 +56,28 @@ bool repacking_for(const simd::Kernels& k, TensorType standard, Repacking* out) 
   return repacking_of(standard, out) && wanted(k, standard) && has_own_kernel(k, out->packed);
 }
 
+void interleave(TensorType standard, const uint8_t* src, uint64_t n_rows, uint64_t n_cols, uint8_t* dst) {
+  if (standard == TensorType::q4_0)
+    interleave_q4_0(src, n_rows, n_cols, dst);
+  else
+    interleave_kx8(standard, src, n_rows, n_cols, dst);
+}
+
 void interleave_in_place(TensorType standard, uint8_t* data, uint64_t n_rows, uint64_t n_cols) {
   if (standard == TensorType::q4_0)
     interleave_q4_0_in_place(data, n_rows, n_cols);
   else
     interleave_kx8_in_place(standard, data, n_rows, n_cols);
 }
+
+// A tensor to rewrite and the views that point into it.
+struct Planned {
+  const GgufTensorInfo* tensor;
+  TensorType packed;
+  size_t first_view, n_views;
+};
+
+constexpr size_t kTensorAlign = 64;
 
 }  // namespace
 
@@ -76,17 +92,19 @@ bool repack_weights_by_default() {
 }
 
 void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
-                    std::span<const WeightView* const> row_lookups, RepackReport* report) {
+                    std::span<const WeightView* const> row_lookups, HugePageBuffer* packed, RepackReport* report) {
   const auto start = std::chrono::steady_clock::now();
   const simd::Kernels& k = simd::kernels_for(simd::best_isa());
   RepackReport r;
+  std::vector<Planned> plan;
   std::vector<WeightView*> views;
+  size_t packed_bytes = 0;
   for (const GgufTensorInfo& t : g.tensors()) {
     Repacking rp;
     if (!repacking_for(k, t.type, &rp)) continue;
     if (t.n_dims != 2 || t.n_rows() % rp.group_rows != 0 || t.row_length() % rp.row_multiple != 0) continue;
     const uint64_t row_bytes = t.n_bytes / t.n_rows(), group_bytes = rp.group_rows * row_bytes;
-    views.clear();
+    const size_t first = views.size();
     bool ok = true;
     for (WeightView* v : matmul_weights) {
       if (v->data == nullptr || !inside(v->data, t)) continue;
@@ -95,11 +113,37 @@ void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
       views.push_back(v);
     }
     for (const WeightView* v : row_lookups) ok &= v->data == nullptr || !inside(v->data, t);
-    if (!ok || views.empty()) continue;
-    uint8_t* data = g.mutable_tensor_data(t);
-    if (data == nullptr) break;
-    interleave_in_place(t.type, data, t.n_rows(), t.row_length());
-    for (WeightView* v : views) v->type = rp.packed;
+    if (!ok || views.size() == first) {
+      views.resize(first);
+      continue;
+    }
+    plan.push_back({&t, rp.packed, first, views.size() - first});
+    packed_bytes += (t.n_bytes + kTensorAlign - 1) / kTensorAlign * kTensorAlign;
+  }
+  const bool mapped = g.file().is_mapped();
+  // A mapped file is never written: its matrices are copied, interleaved, into one buffer on huge pages and
+  // their mapped pages given back, so the resident set stays the file's size. A file read into memory is
+  // rewritten where it is. Without memory for the buffer nothing is repacked (the kernels read the file's
+  // layout).
+  if (mapped && !plan.empty() && !packed->allocate(packed_bytes)) plan.clear();
+  size_t offset = 0;
+  for (const Planned& p : plan) {
+    const GgufTensorInfo& t = *p.tensor;
+    uint8_t* data = nullptr;
+    if (mapped) {
+      data = packed->data() + offset;
+      offset += (t.n_bytes + kTensorAlign - 1) / kTensorAlign * kTensorAlign;
+      interleave(t.type, t.data, t.n_rows(), t.row_length(), data);
+      g.release_tensor_pages(t);
+    } else {
+      data = g.owned_tensor_data(t);
+      if (data == nullptr) break;  // the caller's bytes (MappedFile::view): left as they are
+      interleave_in_place(t.type, data, t.n_rows(), t.row_length());
+    }
+    for (size_t i = p.first_view; i < p.first_view + p.n_views; ++i) {
+      views[i]->data = data + (views[i]->data - t.data);
+      views[i]->type = p.packed;
+    }
     ++r.tensors;
     r.bytes += t.n_bytes;
   }

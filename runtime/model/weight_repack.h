@@ -1,4 +1,4 @@
-// Repacking at load: the Q4_0, Q4_K and Q6_K matrices a model multiplies with are rewritten in place into the
+// Repacking at load: the Q4_0, Q4_K and Q6_K matrices a model multiplies with are rewritten into the
 // interleaved layouts (formats/q4_0x16.h, formats/k_quants_x8.h) that the active kernel table decodes from one
 // sequential stream, when that table has kernels of its own for them and they are the faster ones.
 #pragma once
@@ -7,6 +7,7 @@
 #include <span>
 
 #include "runtime/model/gguf_file.h"
+#include "runtime/util/huge_page_buffer.h"
 #include "runtime/util/status.h"
 
 namespace lmrt {
@@ -26,9 +27,10 @@ bool repack_weights_by_default();
 // Rewrites every Q4_K tensor (Q4_0 on AVX-512 and AVX2, Q6_K with LMRT_REPACK=all) of g that is 2-D with a multiple of
 // the group's rows (8; 16 for Q4_0x16), that some view in `matmul_weights` points into, every such view on whole
 // groups, and that no view in `row_lookups` (token embeddings, read a row at a time) touches; the views of a rewritten
-// tensor get the interleaved type. The file header keeps its types. Nothing is rewritten when g's bytes are not
-// writable (MappedFile::view).
+// tensor get the interleaved type and point at its new bytes. A mapped file's tensors are written into `packed`
+// (allocated here) and their mapped pages released; a file read into memory is rewritten in place; the caller's
+// bytes (MappedFile::view) are left alone. The file header keeps its types.
 void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
-                    std::span<const WeightView* const> row_lookups, RepackReport* report);
+                    std::span<const WeightView* const> row_lookups, HugePageBuffer* packed, RepackReport* report);
 
 }  // namespace lmrt

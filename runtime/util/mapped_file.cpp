@@ -48,12 +48,11 @@ Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<
   }
   if (use_mmap) {
     // Read-only: a writable private mapping would be charged in full against the commit limit (a file larger
-    // than RAM + swap could not be mapped). make_writable opens only the pages the loader rewrites.
+    // than RAM + swap could not be mapped).
     void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
     if (p == MAP_FAILED) return io_error("cannot mmap", path);
     file->data_ = static_cast<const uint8_t*>(p);
     file->mapped_ = true;
-    file->writable_ = true;
   } else {
     // The size comes from the file system, but a huge file must fail cleanly, not throw.
     try {
@@ -71,27 +70,26 @@ Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<
       done += static_cast<size_t>(n);
     }
     file->data_ = file->owned_.data();
-    file->writable_ = true;
+    file->owns_bytes_ = true;
   }
   *out = std::move(file);
   return Status::Ok();
 }
 
-uint8_t* MappedFile::make_writable(const uint8_t* p, size_t n) {
-  if (!writable_ || p < data_ || n > size_ || p - data_ > static_cast<ptrdiff_t>(size_ - n)) return nullptr;
-  if (mapped_ && n > 0) {
-    // Copy-on-write pages: a page written becomes this process's own, the file is never changed.
-    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) & ~(page - 1);
-    if (::mprotect(reinterpret_cast<void*>(begin), end - begin, PROT_READ | PROT_WRITE) != 0) return nullptr;
-    // Make every page this process's own in one call (Linux 5.14+; elsewhere the first writes do it): a page
-    // first read then written faults twice and flushes the TLB of every CPU running this process, which made
-    // rewriting a 1.1B model's matrices take seconds.
-    constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
-    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);
-  }
+uint8_t* MappedFile::owned_bytes(const uint8_t* p, size_t n) {
+  if (!owns_bytes_ || p < data_ || n > size_ || p - data_ > static_cast<ptrdiff_t>(size_ - n)) return nullptr;
   return const_cast<uint8_t*>(p);
+}
+
+void MappedFile::release_pages(const uint8_t* p, size_t n) {
+  if (!mapped_ || p < data_ || n > size_ || p - data_ > static_cast<ptrdiff_t>(size_ - n)) return;
+  // Whole pages inside the range only: the pages at its ends may hold a neighbour's bytes still in use.
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+  // The mapping is read-only and never written, so nothing is lost: a page read again comes back from the
+  // page cache (or the file).
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 std::unique_ptr<MappedFile> MappedFile::from_bytes(const uint8_t* data, size_t size) {
@@ -100,7 +98,7 @@ std::unique_ptr<MappedFile> MappedFile::from_bytes(const uint8_t* data, size_t s
   file->data_ = file->owned_.data();
   file->size_ = size;
   file->path_ = "<memory>";
-  file->writable_ = true;
+  file->owns_bytes_ = true;
   return file;
 }
 

@@ -1,6 +1,6 @@
 // A view of a whole file: mmap'ed (private, read-only), or read into memory when mapping is off. Readers see
-// the file's bytes; the model may rewrite weight bytes in place at load (make_writable), which never
-// reaches the file: a mapped page written becomes the process's own copy.
+// the file's bytes. The model may rewrite weights of a file read into memory in place (owned_bytes); a
+// mapping is never written, only pages no longer read are given back (release_pages).
 #pragma once
 
 #include <cstddef>
@@ -29,10 +29,13 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   const uint8_t* data() const { return data_; }
-  // Bytes [p, p + n) of data(), writable: when mapped, only the pages around them are made writable
-  // (copy-on-write: they become the process's own, the file never changes). nullptr for a view() of the
-  // caller's bytes (they must stay unchanged), a range outside the file, or pages that cannot be opened.
-  uint8_t* make_writable(const uint8_t* p, size_t n);
+  // Bytes [p, p + n) of data(), writable, when they are this object's own buffer (read with mapping off, or
+  // from_bytes); nullptr for a mapping, a view() of the caller's bytes, or a range outside the file.
+  uint8_t* owned_bytes(const uint8_t* p, size_t n);
+  // Unmaps the whole pages inside [p, p + n) of a mapping, which the caller will not read again (it copied
+  // them): they leave the process's resident set. Reading them later still gives the file's bytes. Does
+  // nothing for bytes in memory or a range outside the file.
+  void release_pages(const uint8_t* p, size_t n);
   size_t size() const { return size_; }
   bool is_mapped() const { return mapped_; }
   const std::string& path() const { return path_; }
@@ -42,7 +45,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;
-  bool writable_ = false;
+  bool owns_bytes_ = false;
   std::vector<uint8_t> owned_;
   std::string path_;
 };

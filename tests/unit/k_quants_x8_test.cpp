@@ -259,10 +259,10 @@ struct ModelRun {
 };
 
 ModelRun run_model(bool repack, const std::vector<int32_t>& ids, const char* model = "quant/base-Q4_K_M.gguf",
-                   TensorType standard = TensorType::q4_k) {
+                   TensorType standard = TensorType::q4_k, bool use_mmap = true) {
   ModelRun out;
   std::unique_ptr<GgufFile> g;
-  Status s = GgufFile::open(test::model_path(model), true, &g);
+  Status s = GgufFile::open(test::model_path(model), use_mmap, &g);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return out;
   std::unique_ptr<LlamaModel> m;
@@ -350,36 +350,51 @@ TEST(Q4_0x16Model, RepackedQ4_0GivesTheFilesBits) {
   const std::vector<int32_t> ids = reference_ids(56);
   const ModelRun off = run_model(false, ids, "quant/base-Q4_0.gguf", TensorType::q4_0);
   const ModelRun on = run_model(true, ids, "quant/base-Q4_0.gguf", TensorType::q4_0);
+  // Read into memory, the file is rewritten in place rather than copied: the same bits.
+  const ModelRun in_memory = run_model(true, ids, "quant/base-Q4_0.gguf", TensorType::q4_0, false);
   expect_repacked(off, on);
+  expect_repacked(off, in_memory);
   if (testing::Test::HasFatalFailure()) return;
-  for (size_t i = 0; i < on.logits.size(); ++i)
+  for (size_t i = 0; i < on.logits.size(); ++i) {
     ASSERT_EQ(std::memcmp(&on.logits[i], &off.logits[i], sizeof(float)), 0) << "logit " << i;
+    ASSERT_EQ(std::memcmp(&in_memory.logits[i], &off.logits[i], sizeof(float)), 0) << "logit " << i;
+  }
 }
 
-// Repacking rewrites the process's copy-on-write pages of the Q4_K matrices only: the file on disk keeps
-// its bytes, and a tensor that is not repacked (token_embd, looked up by row) reads the file's bytes.
+// A mapped file is never written: its repacked matrices live in a buffer of the model's own, every tensor of
+// the mapping still reads the file's bytes, and the file on disk keeps them. A file read into memory is
+// rewritten in place instead (no second copy), its repacked matrices only.
 TEST(Kx8Model, RepackNeverWritesTheFile) {
   const simd::Kernels& best = simd::kernels_for(simd::best_isa());
   if (simd::matmul_for(best, TensorType::q4_kx8).fn == simd::matmul_for(*simd::scalar_kernels(), TensorType::q4_kx8).fn)
     GTEST_SKIP() << "the best kernel table here has no x8 kernels: nothing is repacked";
   const std::string path = test::model_path("quant/base-Q4_K_M.gguf");
   const std::string before = test::read_file(path);
-  std::unique_ptr<GgufFile> g;
-  ASSERT_TRUE(GgufFile::open(path, true, &g).ok());
-  std::unique_ptr<LlamaModel> m;
-  ASSERT_TRUE(LlamaModel::load(std::move(g), true, &m).ok());
-  ASSERT_GT(m->repacked_tensors(), 0u);
-  const uint8_t* base = m->gguf().file().data();
-  size_t changed = 0, kept = 0;
-  for (const GgufTensorInfo& t : m->gguf().tensors()) {
-    const bool same = std::memcmp(t.data, before.data() + (t.data - base), t.n_bytes) == 0;
-    if (t.name == "token_embd.weight") {
-      EXPECT_TRUE(same);
+  for (const bool use_mmap : {true, false}) {
+    SCOPED_TRACE(use_mmap ? "mapped" : "read into memory");
+    std::unique_ptr<GgufFile> g;
+    ASSERT_TRUE(GgufFile::open(path, use_mmap, &g).ok());
+    std::unique_ptr<LlamaModel> m;
+    ASSERT_TRUE(LlamaModel::load(std::move(g), true, &m).ok());
+    ASSERT_GT(m->repacked_tensors(), 0u);
+    const uint8_t* base = m->gguf().file().data();
+    const uint8_t* end = base + m->gguf().file().size();
+    size_t changed = 0, kept = 0;
+    for (const GgufTensorInfo& t : m->gguf().tensors()) {
+      const bool same = std::memcmp(t.data, before.data() + (t.data - base), t.n_bytes) == 0;
+      if (t.name == "token_embd.weight") {
+        EXPECT_TRUE(same);
+      }
+      (same ? kept : changed) += 1;
     }
-    (same ? kept : changed) += 1;
+    EXPECT_EQ(changed, use_mmap ? 0u : m->repacked_tensors());
+    EXPECT_GT(kept, 0u);
+    size_t outside = 0;
+    for (const LayerWeights& L : m->layers())
+      for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+        if (v->type == TensorType::q4_kx8 || v->type == TensorType::q6_kx8) outside += v->data < base || v->data >= end;
+    EXPECT_EQ(outside > 0, use_mmap) << "the repacked views of a mapped file point into the model's own buffer";
   }
-  EXPECT_EQ(changed, m->repacked_tensors());
-  EXPECT_GT(kept, 0u);
   EXPECT_TRUE(test::read_file(path) == before) << "the model file changed on disk";
 }
 

@@ -22,11 +22,11 @@
 #include "formats/blocks.h"
 #include "formats/dequantize.h"
 #include "runtime/model/gguf_file.h"
+#include "runtime/util/fp16.h"
+#include "test_support.h"
 #include "tools/gguf_writer.h"
 #include "tools/quantize_file.h"
 #include "tools/quantize_rules.h"
-#include "runtime/util/fp16.h"
-#include "test_support.h"
 
 namespace lmrt {
 namespace {
@@ -395,12 +395,7 @@ TEST(Quantize, FileTypeNames) {
   EXPECT_NE(quant_file_type_names().find("IQ4_NL"), std::string::npos);
 }
 
-std::string temp_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/lmrt-quantize-" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0700);
-  return dir;
-}
+std::string temp_dir() { return test::temp_dir(); }
 
 bool exists(const std::string& path) {
   struct stat st {};
