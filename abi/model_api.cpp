@@ -33,12 +33,13 @@ lmrt_status lmrt_model_open(const char* path, const lmrt_model_params* params, l
         LMRT_RETURN_IF_ERROR(lmrt::GgufFile::open(path, p.use_mmap != 0, &gguf));
         auto m = std::make_unique<lmrt_model>();
         LMRT_RETURN_IF_ERROR(lmrt::Tokenizer::from_gguf(*gguf, &m->tokenizer));
+        // Before the load: the windows it reads are then among the mapped pages that repacking gives back.
+        m->fingerprint = lmrt::model_fingerprint(*gguf);
         LMRT_RETURN_IF_ERROR(lmrt::LlamaModel::load(std::move(gguf), &m->llama));
         if (m->tokenizer->n_vocab() != static_cast<int32_t>(m->llama->hparams().n_vocab))
           return lmrt::Error(Code::bad_format, "the vocabulary has " + std::to_string(m->tokenizer->n_vocab()) +
                                                    " tokens but the model's embedding has " +
                                                    std::to_string(m->llama->hparams().n_vocab) + " rows");
-        m->fingerprint = lmrt::model_fingerprint(m->llama->gguf());
         m->text_source = std::make_unique<lmrt::TokenizerTextSource>(*m->tokenizer);
         m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         *out_model = m.release();

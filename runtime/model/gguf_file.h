@@ -115,6 +115,8 @@ class GgufFile {
   uint8_t* owned_tensor_data(const GgufTensorInfo& t) { return file_->owned_bytes(t.data, t.n_bytes); }
   // Gives back the mapped pages of tensor t once its bytes have been copied elsewhere (MappedFile::release_pages).
   void release_tensor_pages(const GgufTensorInfo& t) { file_->release_pages(t.data, t.n_bytes); }
+  // Tensor t is read a row at a time (MappedFile::advise_sparse).
+  void advise_sparse_reads(const GgufTensorInfo& t) { file_->advise_sparse(t.data, t.n_bytes); }
   // Byte offset of the data section and the number of header bytes before it.
   uint64_t data_offset() const { return data_offset_; }
 

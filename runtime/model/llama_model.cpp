@@ -17,6 +17,9 @@ Status LlamaModel::load(std::unique_ptr<GgufFile> gguf, bool repack, std::unique
   std::unique_ptr<LlamaModel> m(new LlamaModel());
   m->gguf_ = std::move(gguf);
   LMRT_RETURN_IF_ERROR(m->init());
+  // The embedding table is read a row per token (unless it is also the output matrix): only those rows need
+  // to be resident.
+  if (!m->tied_output_) m->gguf_->advise_sparse_reads(*m->gguf_->find_tensor("token_embd.weight"));
   if (repack) {
     std::vector<WeightView*> matmuls;
     for (LayerWeights& L : m->layers_)

@@ -81,15 +81,37 @@ uint8_t* MappedFile::owned_bytes(const uint8_t* p, size_t n) {
   return const_cast<uint8_t*>(p);
 }
 
-void MappedFile::release_pages(const uint8_t* p, size_t n) {
-  if (!mapped_ || p < data_ || n > size_ || p - data_ > static_cast<ptrdiff_t>(size_ - n)) return;
+bool MappedFile::inner_pages(const uint8_t* p, size_t n, void** begin, size_t* bytes) const {
+  if (!mapped_ || p < data_ || n > size_ || p - data_ > static_cast<ptrdiff_t>(size_ - n)) return false;
   // Whole pages inside the range only: the pages at its ends may hold a neighbour's bytes still in use.
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+  if (e <= b) return false;
+  *begin = reinterpret_cast<void*>(b);
+  *bytes = e - b;
+  return true;
+}
+
+void MappedFile::release_pages(const uint8_t* p, size_t n) {
+  void* begin = nullptr;
+  size_t bytes = 0;
+  if (!inner_pages(p, n, &begin, &bytes)) return;
+  // No huge mappings here: the range becomes an area of its own, so a fault on a neighbour (whose page
+  // cache folio may be 2 MiB and would be mapped whole) cannot map these pages back.
+  (void)::madvise(begin, bytes, MADV_NOHUGEPAGE);
   // The mapping is read-only and never written, so nothing is lost: a page read again comes back from the
   // page cache (or the file).
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  (void)::madvise(begin, bytes, MADV_DONTNEED);
+}
+
+void MappedFile::advise_sparse(const uint8_t* p, size_t n) {
+  void* begin = nullptr;
+  size_t bytes = 0;
+  if (!inner_pages(p, n, &begin, &bytes)) return;
+  // A read maps the page read, not the 64 KiB around it or its whole 2 MiB folio.
+  (void)::madvise(begin, bytes, MADV_NOHUGEPAGE);
+  (void)::madvise(begin, bytes, MADV_RANDOM);
 }
 
 std::unique_ptr<MappedFile> MappedFile::from_bytes(const uint8_t* data, size_t size) {

@@ -36,12 +36,18 @@ class MappedFile {
   // them): they leave the process's resident set. Reading them later still gives the file's bytes. Does
   // nothing for bytes in memory or a range outside the file.
   void release_pages(const uint8_t* p, size_t n);
+  // Tells the kernel that [p, p + n) of a mapping is read a few bytes here and there (an embedding table looked
+  // up by row), so that only the pages read become resident. Does nothing for bytes in memory.
+  void advise_sparse(const uint8_t* p, size_t n);
   size_t size() const { return size_; }
   bool is_mapped() const { return mapped_; }
   const std::string& path() const { return path_; }
 
  private:
   MappedFile() = default;
+  // The whole pages inside [p, p + n) of a mapping; false for bytes in memory, a range outside the file or
+  // one without a whole page.
+  bool inner_pages(const uint8_t* p, size_t n, void** begin, size_t* bytes) const;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;

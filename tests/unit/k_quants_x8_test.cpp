@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -361,6 +362,25 @@ TEST(Q4_0x16Model, RepackedQ4_0GivesTheFilesBits) {
   }
 }
 
+// Resident kB of this process's mappings inside [lo, hi) (/proc/self/smaps: whole areas only).
+size_t resident_kb(const uint8_t* lo, const uint8_t* hi) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  size_t kb = 0;
+  while (std::getline(in, line)) {
+    unsigned long a = 0, b = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (line.find(':') > line.find(' ') && head >> std::hex >> a >> dash >> b && dash == '-') {
+      inside = a >= reinterpret_cast<uintptr_t>(lo) && b <= reinterpret_cast<uintptr_t>(hi) + 4096;
+      continue;
+    }
+    if (inside && line.rfind("Rss:", 0) == 0) kb += std::stoul(line.substr(4));
+  }
+  return kb;
+}
+
 // A mapped file is never written: its repacked matrices live in a buffer of the model's own, every tensor of
 // the mapping still reads the file's bytes, and the file on disk keeps them. A file read into memory is
 // rewritten in place instead (no second copy), its repacked matrices only.
@@ -379,6 +399,17 @@ TEST(Kx8Model, RepackNeverWritesTheFile) {
     ASSERT_GT(m->repacked_tensors(), 0u);
     const uint8_t* base = m->gguf().file().data();
     const uint8_t* end = base + m->gguf().file().size();
+    if (use_mmap) {
+      // The mapped pages of the repacked matrices were given back: the mapping's resident set is at most the
+      // file less those pages (copy-on-write pages, the old scheme, stayed in it). Checked before the
+      // comparison below reads every tensor back.
+      uint64_t released = 0;  // whole pages inside every Q4_K matrix (token_embd is looked up, not repacked)
+      for (const GgufTensorInfo& t : m->gguf().tensors())
+        if (t.type == TensorType::q4_k && t.name != "token_embd.weight" && t.n_bytes > 2 * 4096)
+          released += t.n_bytes - 2 * 4096;
+      ASSERT_GT(released, 0u);
+      EXPECT_LE(resident_kb(base, end) * 1024, m->gguf().file().size() - released);
+    }
     size_t changed = 0, kept = 0;
     for (const GgufTensorInfo& t : m->gguf().tensors()) {
       const bool same = std::memcmp(t.data, before.data() + (t.data - base), t.n_bytes) == 0;
