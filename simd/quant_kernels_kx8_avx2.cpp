@@ -20,6 +20,7 @@
 #include "simd/kx8_scales_x86.h"
 #include "simd/kx8_via_standard.h"
 #include "simd/quant_kernels.h"
+#include "simd/vnni256_x86.h"
 
 namespace lmrt::simd::LMRT_AVX2_NS {
 namespace {
@@ -113,6 +114,8 @@ struct Q4KScales {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * (4 * c + g) + 32 * h));
         lo[h] = _mm256_add_epi16(lo[h], _mm256_maddubs_epi16(_mm256_and_si256(w, low4), xl));
         hi[h] = _mm256_add_epi16(hi[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), low4), xh));
+        keep_chain(lo[h]);  // linear chains: reassociated into trees they spill (vnni256_x86.h)
+        keep_chain(hi[h]);
       }
     }
     // Sub-blocks 2c (low nibbles) and 2c + 1 (high).
@@ -120,6 +123,7 @@ struct Q4KScales {
     for (int h = 0; h < 2; ++h) {
       sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(lo[h], scale_words(sc.scale[h], 2 * c)));
       sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(hi[h], scale_words(sc.scale[h], 2 * c + 1)));
+      keep_chain(sumi[h]);
     }
   }
   // The mins against the sub-blocks' activation sums (each the sum of two 16-element bsums), in both lanes.
