@@ -75,6 +75,7 @@ struct Planned {
   const GgufTensorInfo* tensor;
   TensorType packed;
   size_t first_view, n_views;
+  size_t offset;  // in the huge-page buffer (a mapped file)
 };
 
 constexpr size_t kTensorAlign = 64;
@@ -117,7 +118,7 @@ void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
       views.resize(first);
       continue;
     }
-    plan.push_back({&t, rp.packed, first, views.size() - first});
+    plan.push_back({&t, rp.packed, first, views.size() - first, packed_bytes});
     packed_bytes += (t.n_bytes + kTensorAlign - 1) / kTensorAlign * kTensorAlign;
   }
   const bool mapped = g.file().is_mapped();
@@ -126,13 +127,11 @@ void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
   // rewritten where it is. Without memory for the buffer nothing is repacked (the kernels read the file's
   // layout).
   if (mapped && !plan.empty() && !packed->allocate(packed_bytes)) plan.clear();
-  size_t offset = 0;
   for (const Planned& p : plan) {
     const GgufTensorInfo& t = *p.tensor;
     uint8_t* data = nullptr;
     if (mapped) {
-      data = packed->data() + offset;
-      offset += (t.n_bytes + kTensorAlign - 1) / kTensorAlign * kTensorAlign;
+      data = packed->data() + p.offset;
       interleave(t.type, t.data, t.n_rows(), t.row_length(), data);
       g.release_tensor_pages(t);
     } else {

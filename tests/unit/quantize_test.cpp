@@ -395,8 +395,6 @@ TEST(Quantize, FileTypeNames) {
   EXPECT_NE(quant_file_type_names().find("IQ4_NL"), std::string::npos);
 }
 
-std::string temp_dir() { return test::temp_dir(); }
-
 bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
@@ -415,7 +413,7 @@ TEST(Quantize, FileHasLlamaCppTensorsAndMetadata) {
   for (const auto& [base, ft] :
        std::vector<std::pair<std::string, std::string>>{{"base", "Q4_K_M"}, {"w320", "IQ4_XS"}}) {
     SCOPED_TRACE(base + "-" + ft);
-    const std::string out = temp_dir() + "/" + base + "-" + ft + ".gguf";
+    const std::string out = test::temp_dir() + "/" + base + "-" + ft + ".gguf";
     QuantizeFileOptions o = options(ft.c_str(), 2);
     uint64_t last_done = 0, last_total = 0, calls = 0;
     o.progress = [&](uint64_t done, uint64_t total) {
@@ -451,7 +449,7 @@ TEST(Quantize, FileHasLlamaCppTensorsAndMetadata) {
 // A model that is already quantized (except Q8_0) is refused, and an existing output stays as it was;
 // Q8_0 tensors are requantized.
 TEST(Quantize, RefusesQuantizedInputAndLeavesOutputUntouched) {
-  const std::string dir = temp_dir();
+  const std::string dir = test::temp_dir();
   const std::string q4_0 = dir + "/w320-q4_0.gguf", out = dir + "/keep.gguf";
   // w320 as Q4_0: its tied embedding becomes Q8_0 (rows of 320 are not whole Q6_K blocks), the rest Q4_0.
   ASSERT_TRUE(quantize_model_file(quant_path("w320-f16"), q4_0, options("Q4_0", 1), nullptr).ok());
@@ -477,7 +475,7 @@ TEST(Quantize, RefusesQuantizedInputAndLeavesOutputUntouched) {
 }
 
 TEST(Quantize, RefusesToOverwriteTheInput) {
-  const std::string dir = temp_dir();
+  const std::string dir = test::temp_dir();
   const std::string in = dir + "/in.gguf", link = dir + "/in-link.gguf";
   const std::string bytes = test::read_file(quant_path("w320-f16"));
   {
@@ -500,7 +498,7 @@ TEST(Quantize, RefusesToOverwriteTheInput) {
 // Only a regular file is replaced: a directory or a FIFO stays as it is (devices are refused the same way;
 // the test does not use one, as a broken /dev/null would be overwritten).
 TEST(Quantize, RefusesToOverwriteANonRegularFile) {
-  const std::string dir = temp_dir();
+  const std::string dir = test::temp_dir();
   const std::string sub = dir + "/a-directory", fifo = dir + "/a-fifo";
   ::mkdir(sub.c_str(), 0700);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -521,13 +519,13 @@ TEST(Quantize, RefusesToOverwriteANonRegularFile) {
 
 // A write that cannot complete leaves no file behind, neither the output nor its temporary file.
 TEST(Quantize, LeavesNoPartialFileOnFailure) {
-  const std::string out = temp_dir() + "/no-such-dir/out.gguf";
+  const std::string out = test::temp_dir() + "/no-such-dir/out.gguf";
   const Status s = quantize_model_file(quant_path("w320-f16"), out, options("Q4_K_M", 2), nullptr);
   EXPECT_EQ(s.code(), Code::io) << s.message();
   EXPECT_FALSE(exists(out));
   EXPECT_FALSE(exists(out + ".tmp"));
   // A bad thread count and a missing input are refused before anything is written.
-  const std::string out2 = temp_dir() + "/never.gguf";
+  const std::string out2 = test::temp_dir() + "/never.gguf";
   EXPECT_EQ(quantize_model_file(quant_path("w320-f16"), out2, options("Q4_K_M", 0), nullptr).code(),
             Code::invalid_argument);
   EXPECT_EQ(quantize_model_file(quant_path("no-such-model"), out2, options("Q4_K_M", 1), nullptr).code(), Code::io);
@@ -537,7 +535,7 @@ TEST(Quantize, LeavesNoPartialFileOnFailure) {
 
 // Writes a one-matrix F32 model (64 x 4) whose row `nan_row` holds a NaN (none when out of range).
 std::string tiny_model(const std::string& name, bool with_arch, uint64_t nan_row) {
-  const std::string path = temp_dir() + "/" + name;
+  const std::string path = test::temp_dir() + "/" + name;
   GgufWriter w;
   if (with_arch) {
     w.add_string("general.architecture", "llama");
@@ -558,7 +556,7 @@ std::string tiny_model(const std::string& name, bool with_arch, uint64_t nan_row
 // A NaN cannot be quantized (every scale of its block would be NaN): refused with the row named, and no
 // file is left; a model without an architecture is refused before anything is written.
 TEST(Quantize, RefusesNonFiniteWeightsAndModelsWithoutArchitecture) {
-  const std::string out = temp_dir() + "/tiny-out.gguf";
+  const std::string out = test::temp_dir() + "/tiny-out.gguf";
   const std::string good = tiny_model("tiny.gguf", true, 99), nan = tiny_model("tiny-nan.gguf", true, 2);
   QuantizeFileReport r;
   ASSERT_TRUE(quantize_model_file(good, out, options("Q8_0", 2), &r).ok());
@@ -580,7 +578,7 @@ TEST(Quantize, RefusesNonFiniteWeightsAndModelsWithoutArchitecture) {
 // The command: quantizes with -t, prints the type mix on stdout, draws no progress bar when stderr is
 // not a terminal, and refuses a bad TYPE with usage exit code 2.
 TEST(Quantize, CommandLine) {
-  const std::string out = temp_dir() + "/cli-q4_k_m.gguf", err = temp_dir() + "/cli-stderr.txt";
+  const std::string out = test::temp_dir() + "/cli-q4_k_m.gguf", err = test::temp_dir() + "/cli-stderr.txt";
   const auto run = [&](const std::string& args) {
     const std::string cmd = std::string(LMRT_CLI_PATH) + " quantize " + args + " > " + out + ".stdout 2> " + err;
     const int status = std::system(cmd.c_str());
@@ -596,7 +594,7 @@ TEST(Quantize, CommandLine) {
   EXPECT_EQ(run("-m '" + quant_path("w320-f16") + "' -o '" + out + "' Q4_K"), 2);
   EXPECT_NE(test::read_file(err).find("unknown TYPE 'Q4_K'"), std::string::npos);
   EXPECT_EQ(run("-m '" + quant_path("w320-f16") + "' -o '" + out + "'"), 2);
-  const std::string fifo = temp_dir() + "/cli-fifo";
+  const std::string fifo = test::temp_dir() + "/cli-fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_EQ(run("-m '" + quant_path("w320-f16") + "' -o '" + fifo + "' Q8_0"), 1);
   EXPECT_NE(test::read_file(err).find("not a regular file"), std::string::npos);
