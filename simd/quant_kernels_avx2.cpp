@@ -1,5 +1,5 @@
 // AVX2 + FMA + F16C kernels for the K-quants, IQ4_XS, Q4_1, Q5_0, Q5_1 and IQ4_NL (simd/quant_kernels.h):
-// the shared x86 code of quant_kernels_x86.h (its comments explain the method) with 4-row decode tiles and
+// the shared x86 code of quant_kernels_x86.h (its comments explain the method) with 2-row decode tiles and
 // 2-row x 4-token prefill tiles (16 ymm registers).
 //
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
@@ -30,7 +30,9 @@ void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row
   if constexpr (!W::kSigned) {
     if (n_tok >= gemm::kMinToks) return gemm::matmul<W>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
   }
-  matmul_super<W, 4, 2, 4>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  // Decode reads 2 rows per tile: with 4, the unpacked blocks and sums outgrow the 16 registers and spill
+  // (quant_matmul_bench, decode from memory: Q6_K +20-35 %, Q4_K +13 %, Q5_K +8 %).
+  matmul_super<W, 2, 2, 4>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace

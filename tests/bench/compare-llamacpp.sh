@@ -94,6 +94,7 @@ make_model() {
   local src=$models_dir/$shape-f16.gguf args
   args=$(synth_args "$shape")
   if [[ ! -f $src ]]; then
+    "$py" -c 'import numpy' 2>/dev/null || { echo "make_synth.py needs numpy: apt-get install python3-numpy" >&2; exit 1; }
     # shellcheck disable=SC2086  # the arguments are words
     "$py" "$oracle_dir/make_synth.py" $args -o "$src.tmp" >&2 && mv "$src.tmp" "$src"
   fi

@@ -6,18 +6,21 @@
 // one of a single token). Medians over passes, and the best pass. Times are the thread's CPU time
 // (CLOCK_THREAD_CPUTIME_ID), so time spent descheduled on a shared, loaded host does not count; memory
 // stalls do. Weights are random valid blocks (the speed does not depend on them).
-// usage: quant_matmul_bench [ISA=best] [ROWS=5632] [N=2048] [COPIES=24] [PASSES=15] [NTOK=64]
+// usage: quant_matmul_bench [ISA=best] [ROWS=5632] [N=2048] [COPIES=24] [PASSES=15] [NTOK=64] [KERNEL]
+// (KERNEL: only the kernel of that name, e.g. Q4_0x16, for alternating A/B runs)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "formats/blocks.h"
 #include "formats/q4_0x16.h"
+#include "runtime/util/huge_page_buffer.h"
 #include "simd/kernels.h"
 
 namespace {
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
   const size_t copies = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 24;
   const int passes = argc > 5 ? std::atoi(argv[5]) : 15;
   const size_t n_tok = argc > 6 ? std::strtoul(argv[6], nullptr, 10) : 64;
+  const char* only = argc > 7 ? argv[7] : nullptr;
   if (n % 256 != 0 || rows == 0 || copies == 0 || passes <= 0 || n_tok == 0) {
     std::fprintf(stderr, "N must be a multiple of 256; ROWS, COPIES, PASSES, NTOK positive\n");
     return 2;
@@ -104,8 +108,16 @@ int main(int argc, char** argv) {
   std::vector<float> y(n_tok * rows);
 
   for (const Kernel& k : kernels(isa, rows)) {
+    if (only != nullptr && std::strcmp(only, k.name) != 0) continue;
     const size_t row_bytes = n / k.block_elems * k.block_bytes, bytes = rows * row_bytes;
-    std::vector<uint8_t> w(copies * bytes);
+    // On huge pages, as the model's repacked weights are (runtime/util/huge_page_buffer.h): on 4 KiB pages
+    // the kernels' stream rates here were up to a third lower than the model's decode reached.
+    lmrt::HugePageBuffer w_buf;
+    if (!w_buf.allocate(copies * bytes)) {
+      std::fprintf(stderr, "cannot allocate %zu bytes\n", copies * bytes);
+      return 1;
+    }
+    std::span<uint8_t> w(w_buf.data(), copies * bytes);
     for (auto& b : w) b = static_cast<uint8_t>(rng());
     // Random bytes with every 16-bit pair that reads as an fp16 Inf or NaN made finite, so the scales are
     // finite wherever the layout keeps them (the quant bytes' values do not change the speed).
