@@ -31,7 +31,7 @@ void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row
     if (n_tok >= gemm::kMinToks) return gemm::matmul<W>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
   }
   // Decode reads 2 rows per tile: with 4, the unpacked blocks and sums outgrow the 16 registers and spill
-  // (quant_matmul_bench, decode from memory: Q6_K +20-35 %, Q4_K +13 %, Q5_K +8 %).
+  // (BENCHMARKS.md, "AVX2 super-block decode tiles of 2 rows").
   matmul_super<W, 2, 2, 4>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 

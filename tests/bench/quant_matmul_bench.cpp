@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     if (only != nullptr && std::strcmp(only, k.name) != 0) continue;
     const size_t row_bytes = n / k.block_elems * k.block_bytes, bytes = rows * row_bytes;
     // On huge pages, as the model's repacked weights are (runtime/util/huge_page_buffer.h): on 4 KiB pages
-    // the kernels' stream rates here were up to a third lower than the model's decode reached.
+    // the kernels streamed slower here than the model's decode does.
     lmrt::HugePageBuffer w_buf;
     if (!w_buf.allocate(copies * bytes)) {
       std::fprintf(stderr, "cannot allocate %zu bytes\n", copies * bytes);
