@@ -64,7 +64,15 @@ void matmul_q5_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n,
 }
 void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
+  // Without VNNI, Q6_K's decode (its unpack the longest of the K-quants) still spills with 2 rows and runs
+  // compute-bound; 1 row streams faster (BENCHMARKS.md, "AVX2 Q6_K decode tiles of 1 row"). With VNNI's
+  // shorter dot steps 2 rows fit.
+#if defined(LMRT_AVX2_VNNI)
   matmul_super<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+#else
+  if (nt >= gemm::kMinToks) return gemm::matmul<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_super<Q6K, 1, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+#endif
 }
 void matmul_iq4_xs(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
