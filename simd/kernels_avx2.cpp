@@ -253,15 +253,17 @@ constexpr size_t kX16TileTokens = 4, kX16SmallBatch = 8;
 template <size_t T>
 void q4_0x16_token_tile(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_row_bytes, float* y, size_t ldy) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  __m256 acc[T][2];
-  for (size_t t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-  for (size_t b = 0; b < nb; ++b) {
-    const uint8_t* unit = group + b * kQ4_0x16UnitBytes;
-    prefetch_span<kQ4_0x16UnitBytes>(unit + kX16UnitsAhead * kQ4_0x16UnitBytes);
-    __m256i sum16[T][2];
-    for (size_t t = 0; t < T; ++t) sum16[t][0] = sum16[t][1] = _mm256_setzero_si256();
-    for (size_t c = 0; c < 4; ++c)
-      for (int h = 0; h < 2; ++h) {
+  // One pass per 8-row half of the group (the second reads the units from cache): with both halves at once
+  // the 4 tokens' sums and accumulators alone take the 16 registers, and the loop spilled 170 times per unit.
+  for (int h = 0; h < 2; ++h) {
+    __m256 acc[T];
+    for (size_t t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* unit = group + b * kQ4_0x16UnitBytes;
+      if (h == 0) prefetch_span<kQ4_0x16UnitBytes>(unit + kX16UnitsAhead * kQ4_0x16UnitBytes);
+      __m256i sum16[T];
+      for (size_t t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+      for (size_t c = 0; c < 4; ++c) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 32 + 64 * c + 32 * h));
         const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
         for (size_t t = 0; t < T; ++t) {
@@ -270,23 +272,19 @@ void q4_0x16_token_tile(const uint8_t* group, size_t nb, const uint8_t* x, size_
           int32_t lo_x, hi_x;
           std::memcpy(&lo_x, xq + 4 * c, 4);
           std::memcpy(&hi_x, xq + 16 + 4 * c, 4);
-          sum16[t][h] =
-              _mm256_add_epi16(sum16[t][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(lo_x)),
-                                                             _mm256_maddubs_epi16(hi, _mm256_set1_epi32(hi_x))));
+          sum16[t] = _mm256_add_epi16(sum16[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(lo_x)),
+                                                                 _mm256_maddubs_epi16(hi, _mm256_set1_epi32(hi_x))));
+          keep_chain(sum16[t]);  // a chain, not a tree of the products (vnni256_x86.h)
         }
       }
-    for (int h = 0; h < 2; ++h) {
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16 * h)));
       for (size_t t = 0; t < T; ++t) {
         const BlockQ8Act& xb = reinterpret_cast<const BlockQ8Act*>(x + t * x_row_bytes)[b];
-        const __m256i dot = _mm256_add_epi32(_mm256_madd_epi16(sum16[t][h], ones), _mm256_set1_epi32(xb.minus8_sum));
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t][h]);
+        const __m256i dot = _mm256_add_epi32(_mm256_madd_epi16(sum16[t], ones), _mm256_set1_epi32(xb.minus8_sum));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t]);
       }
     }
-  }
-  for (size_t t = 0; t < T; ++t) {
-    _mm256_storeu_ps(y + t * ldy, acc[t][0]);
-    _mm256_storeu_ps(y + t * ldy + 8, acc[t][1]);
+    for (size_t t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy + 8 * h, acc[t]);
   }
 }
 

@@ -1,4 +1,4 @@
-// AVX2 kernel for Q4_Kx8 (formats/k_quants_x8.h): decode and batches of up to 3 tokens read each group of 8
+// AVX2 kernel for Q4_Kx8 (formats/k_quants_x8.h): decode and batches of up to 16 tokens read each group of 8
 // rows as one sequential stream. A 256-bit load takes 8 bytes of each of 4 rows (half h of a 64-byte sub-unit
 // holds rows 4h..4h+3), so row j of a half owns int16 lanes 4j..4j+3 after vpmaddubsw against the token's 8
 // activation bytes broadcast to every row, and int32 lanes 2j, 2j + 1 once a sub-block's 16-bit sums are
@@ -25,7 +25,10 @@
 namespace lmrt::simd::LMRT_AVX2_NS {
 namespace {
 
-constexpr size_t kMaxTiled = 3;  // tokens the interleaved kernel takes (one pass per token); more take the GEMM
+// Tokens the interleaved kernel takes (one pass per token over the group, in cache after the first); more take the
+// GEMM, whose per-call deinterleave and transposition only pay off beyond a decode step's batch (BENCHMARKS.md,
+// "AVX2 small batches without spills or round trips").
+constexpr size_t kMaxTiled = 16;
 
 // Dwords [i0..i7] of the 24 dwords a, b, c (a holds 0-7, b 8-15, c 16-23), each index in a, b or c as the mask
 // bits say: the three permutes give every lane's dword from its source, the blends pick the source.
