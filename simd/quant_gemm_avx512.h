@@ -139,9 +139,11 @@ struct Ops {
         }
         const __m512i sc = _mm512_load_si512(&s.sc[b][g * kScaleStep]);
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t)
+        for (int t = 0; t < T; ++t) {
           tot[t] = kShortGroups<W> ? _mm512_dpwssd_epi32(tot[t], sum[t], sc)
                                    : _mm512_add_epi32(tot[t], _mm512_mullo_epi32(sum[t], sc));
+          keep_chain(tot[t]);  // reassociated into a tree, the pending products spilled (vnni256_x86.h)
+        }
       }
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();

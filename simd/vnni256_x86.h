@@ -11,6 +11,10 @@
 // into trees whose pending products overflow AVX2's 16 ymm registers (about one spill per maddubs in the GEMM
 // tiles). The empty asm pins the value in a register at that point.
 [[gnu::always_inline]] inline void keep_chain(__m256i& v) { __asm__("" : "+x"(v)); }
+#if defined(__AVX512F__)
+// The same for a 512-bit running sum (the AVX-512 GEMM tiles' products of group sums and scales).
+[[gnu::always_inline]] inline void keep_chain(__m512i& v) { __asm__("" : "+v"(v)); }
+#endif
 
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
 #define LMRT_VNNI256 1
