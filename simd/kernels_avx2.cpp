@@ -253,8 +253,9 @@ constexpr size_t kX16TileTokens = 4, kX16SmallBatch = 8;
 template <size_t T>
 void q4_0x16_token_tile(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_row_bytes, float* y, size_t ldy) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  // One pass per 8-row half of the group (the second reads the units from cache): with both halves at once
-  // the 4 tokens' sums and accumulators alone take the 16 registers, and the loop spilled 170 times per unit.
+  // One pass per 8-row half of the group (the second reads the units from cache): with both halves at once the
+  // tokens' sums and accumulators alone fill the 16 registers and the loop spills (BENCHMARKS.md, "AVX2 small
+  // batches without spills or round trips").
   for (int h = 0; h < 2; ++h) {
     __m256 acc[T];
     for (size_t t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();

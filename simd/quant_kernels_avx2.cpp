@@ -70,7 +70,8 @@ void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n,
 #if defined(LMRT_AVX2_VNNI)
   matmul_super<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 #else
-  // Its tiles also take 4 tokens, which the GEMM's transposition does not repay for Q6_K's longer unpack.
+  // Batches of up to 4 tokens take the tiles too: there the GEMM's per-call transposition does not repay
+  // Q6_K's longer unpack (BENCHMARKS.md, "AVX2 small batches without spills or round trips").
   if (nt > 4) return gemm::matmul<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
   matmul_super<Q6K, 1, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 #endif
