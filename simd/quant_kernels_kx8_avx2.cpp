@@ -20,10 +20,11 @@
 #include "simd/kx8_scales_x86.h"
 #include "simd/kx8_via_standard.h"
 #include "simd/quant_kernels.h"
-#include "simd/vnni256_x86.h"
 
 namespace lmrt::simd::LMRT_AVX2_NS {
 namespace {
+
+#include "simd/vnni256_x86.h"  // inside the anonymous namespace: its inline steps differ per ISA
 
 // Tokens the interleaved kernel takes (one pass per token over the group, in cache after the first); more take the
 // GEMM, whose per-call deinterleave and transposition only pay off beyond a decode step's batch (BENCHMARKS.md,

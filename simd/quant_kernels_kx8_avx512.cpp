@@ -24,6 +24,8 @@
 namespace lmrt::simd::avx512 {
 namespace {
 
+#include "simd/vnni256_x86.h"  // inside the anonymous namespace: its inline steps differ per ISA
+
 constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go through the GEMM
 // How many units ahead of the one being read the stream prefetches: 0, the hardware prefetcher follows the
 // one sequential stream; 2 units ahead measured slower (BENCHMARKS.md).
@@ -162,7 +164,10 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
         __m512i wl[4], wh[4];
         q4_kx8_unpack(unit, c, wl, wh);
 #pragma GCC unroll 8
-        for (size_t t = 0; t < T; ++t) sumi[t] = q4_kx8_chunk(wl, wh, s_lo, s_hi, xb[t]->qs + 64 * c, sumi[t]);
+        for (size_t t = 0; t < T; ++t) {
+          sumi[t] = q4_kx8_chunk(wl, wh, s_lo, s_hi, xb[t]->qs + 64 * c, sumi[t]);
+          keep_chain(sumi[t]);  // linear chains: reassociated into trees they spill (vnni256_x86.h)
+        }
       }
 #pragma GCC unroll 8
       for (size_t t = 0; t < T; ++t) acc[t] = q4_kx8_finish(sc, d2, ndmin2, *xb[t], sumi[t], acc[t]);
