@@ -22,17 +22,15 @@ namespace {
 #include "simd/quant_kernels_x86.h"
 #include "simd/transpose_avx2.h"
 #include "simd/quant_gemm_avx2.h"
+#include "simd/quant_dispatch_x86.h"
 // clang-format on
 
+// Decode reads 2 rows per tile: with 4, the unpacked blocks and sums outgrow the 16 registers and spill
+// (BENCHMARKS.md, "AVX2 super-block decode tiles of 2 rows").
 template <class W>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
-  if constexpr (!W::kSigned) {
-    if (n_tok >= gemm::kMinToks) return gemm::matmul<W>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
-  }
-  // Decode reads 2 rows per tile: with 4, the unpacked blocks and sums outgrow the 16 registers and spill
-  // (BENCHMARKS.md, "AVX2 super-block decode tiles of 2 rows").
-  matmul_super<W, 2, 2, 4>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  matmul_tiles_or_gemm<W, 2, 2, 4>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace
@@ -47,8 +45,7 @@ void matmul_q3_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n,
                  float* y, size_t ldy) {
   // Q3_K's unpack needs more registers than the others: with 4 decode rows (or 2 prefill rows) AVX2's 16
   // spill (decode 6.5 GB/s against 10.9 with 2 rows, measured with quant_matmul_bench).
-  if (nt >= gemm::kMinToks) return gemm::matmul<Q3K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
-  matmul_super<Q3K, 2, 1, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_tiles_or_gemm<Q3K, 2, 1, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q4_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
@@ -72,8 +69,7 @@ void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n,
 #else
   // Batches of up to 4 tokens take the tiles too: there the GEMM's per-call transposition does not repay
   // Q6_K's longer unpack (BENCHMARKS.md, "AVX2 small batches without spills or round trips").
-  if (nt > 4) return gemm::matmul<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
-  matmul_super<Q6K, 1, 2, 4>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_tiles_or_gemm<Q6K, 1, 2, 4, /*kGemmFrom=*/5>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 #endif
 }
 void matmul_iq4_xs(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,

@@ -27,15 +27,13 @@ namespace {
 // clang-format off
 #include "simd/quant_kernels_x86.h"
 #include "simd/quant_gemm_avx512.h"
+#include "simd/quant_dispatch_x86.h"
 // clang-format on
 
 template <class W>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
-  if constexpr (!W::kSigned) {
-    if (n_tok >= gemm::kMinToks) return gemm::matmul<W>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
-  }
-  matmul_super<W, 4, 2, 6>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  matmul_tiles_or_gemm<W, 4, 2, 6>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace
