@@ -4,7 +4,7 @@
 // kernels serve small batches only (the copy is small next to a prefill tile's arithmetic). With kResume (a
 // matmul that carries each (row, token)'s sum on from the value in Y) the slabs after the first continue the
 // chains the first started, so the result has the bits of one pass over the whole rows; without it each slab's
-// sums are added to Y.
+// sums are added to Y. kDeinterleave: the ISA's own deinterleave_kx8_group for kStandard, where it has one.
 //
 // Included by each ISA's kernel file; the anonymous namespace gives every file its own copy, so code
 // compiled for different ISAs is never merged at link time.
@@ -19,7 +19,11 @@
 namespace lmrt::simd {
 namespace {
 
-template <TensorType kStandard, MatmulFn kMatmul, MatmulFn kResume = nullptr>
+// deinterleave_kx8_group's signature without the type (an ISA's own copy for one type).
+using DeinterleaveGroupFn = void (*)(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst);
+
+template <TensorType kStandard, MatmulFn kMatmul, MatmulFn kResume = nullptr,
+          DeinterleaveGroupFn kDeinterleave = nullptr>
 void matmul_kx8_via_standard(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
                              size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy) {
   constexpr size_t kBlockBytes = kStandard == TensorType::q4_k ? 144 : 210;
@@ -39,8 +43,11 @@ void matmul_kx8_via_standard(const void* w, size_t w_row_bytes, const void* x, s
     for (size_t b0 = 0; b0 < nb; b0 += kSlabBlocks) {
       const size_t sb = nb - b0 < kSlabBlocks ? nb - b0 : kSlabBlocks;
       for (size_t g = 0; g < pr / kKx8Rows; ++g)
-        deinterleave_kx8_group(kStandard, wb + (p0 + g * kKx8Rows) * w_row_bytes, b0, sb,
-                               rows + g * kKx8Rows * sb * kBlockBytes);
+        if constexpr (kDeinterleave != nullptr)
+          kDeinterleave(wb + (p0 + g * kKx8Rows) * w_row_bytes, b0, sb, rows + g * kKx8Rows * sb * kBlockBytes);
+        else
+          deinterleave_kx8_group(kStandard, wb + (p0 + g * kKx8Rows) * w_row_bytes, b0, sb,
+                                 rows + g * kKx8Rows * sb * kBlockBytes);
       for (size_t t0 = 0; t0 < n_tok; t0 += tok_step) {
         const size_t nt = n_tok - t0 < tok_step ? n_tok - t0 : tok_step;
         const uint8_t* xs = xb + t0 * x_row_bytes + b0 * sizeof(BlockQ8_K);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "formats/blocks.h"
 #include "formats/k_quants_x8.h"
 #include "simd/kx8_scales_x86.h"
 #include "simd/kx8_via_standard.h"
@@ -27,9 +28,13 @@ namespace {
 #include "simd/vnni256_x86.h"  // inside the anonymous namespace: its inline steps differ per ISA
 
 constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go through the GEMM
-// How many units ahead of the one being read the stream prefetches: 0, the hardware prefetcher follows the
-// one sequential stream; 2 units ahead measured slower (BENCHMARKS.md).
-constexpr size_t kPrefetchUnits = 0;
+// How many units ahead of the one being read the stream prefetches. Q4_Kx8 reads its unit front to back and
+// the hardware prefetcher follows it (software prefetch measured no faster, BENCHMARKS.md). Q6_Kx8 reads the
+// ql and qh parts of a unit in step, two interleaved sequences the prefetcher does not follow: without a
+// software prefetch it streamed at two thirds of the rate it reaches with one (BENCHMARKS.md, "Q6_K
+// repacked at load on AVX-512").
+constexpr size_t kQ4PrefetchUnits = 0;
+constexpr size_t kQ6PrefetchUnits = 3;
 constexpr size_t kLine = 64;
 
 // 8 per-row values (dword j = row j) spread to the row's two lanes.
@@ -143,7 +148,7 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-      if constexpr (kPrefetchUnits > 0) prefetch_unit(unit + kPrefetchUnits * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+      if constexpr (kQ4PrefetchUnits > 0) prefetch_unit(unit + kQ4PrefetchUnits * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
       const Q4KScales sc = q4_kx8_scales(unit);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       // -dmin by flipping the sign bit, as the standard kernels negate it.
@@ -224,7 +229,7 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      if constexpr (kPrefetchUnits > 0) prefetch_unit(unit + kPrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+      prefetch_unit(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
 #pragma GCC unroll 8
       for (size_t t = 0; t < T; ++t)
@@ -237,15 +242,112 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
 
 using GroupsFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, size_t, size_t, size_t, float*, size_t);
 
-template <GroupsFn const (&kByBatch)[kMaxBatch], TensorType kStandard, MatmulFn kGemm, MatmulFn kGemmResume>
+// ---- Back to the standard layout (kx8_via_standard.h) ----
+
+// z[u] holds at qword j the 8-byte piece u of row j; afterwards z[j] holds row j's pieces 0..7 in order.
+[[gnu::always_inline]] inline void transpose8x8_epi64(__m512i (&z)[8]) {
+  __m512i t[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi64(z[2 * i], z[2 * i + 1]);      // 128-bit lane k: pieces 2i, 2i + 1 of row 2k
+    t[2 * i + 1] = _mm512_unpackhi_epi64(z[2 * i], z[2 * i + 1]);  // ... of row 2k + 1
+  }
+#pragma GCC unroll 2
+  for (int odd = 0; odd < 2; ++odd) {
+    const __m512i a = _mm512_shuffle_i64x2(t[odd], t[2 + odd], 0x88);  // lanes 0, 2 of each: rows 0, 4 (+odd)
+    const __m512i b = _mm512_shuffle_i64x2(t[4 + odd], t[6 + odd], 0x88);
+    const __m512i c = _mm512_shuffle_i64x2(t[odd], t[2 + odd], 0xdd);  // lanes 1, 3: rows 2, 6 (+odd)
+    const __m512i d = _mm512_shuffle_i64x2(t[4 + odd], t[6 + odd], 0xdd);
+    z[0 + odd] = _mm512_shuffle_i64x2(a, b, 0x88);
+    z[4 + odd] = _mm512_shuffle_i64x2(a, b, 0xdd);
+    z[2 + odd] = _mm512_shuffle_i64x2(c, d, 0x88);
+    z[6 + odd] = _mm512_shuffle_i64x2(c, d, 0xdd);
+  }
+}
+
+// The 64 bytes of pieces 0..7 of each of the 8 rows from 8 sub-units of 64 bytes (sub-unit u at src + 64u),
+// row j to dst + j * stride.
+[[gnu::always_inline]] inline void rows_of_subunits(const uint8_t* src, uint8_t* dst, size_t stride) {
+  __m512i z[8];
+#pragma GCC unroll 8
+  for (int u = 0; u < 8; ++u) z[u] = _mm512_loadu_si512(src + 64 * u);
+  transpose8x8_epi64(z);
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) _mm512_storeu_si512(dst + j * stride, z[j]);
+}
+
+// deinterleave_kx8_group (formats/k_quants_x8.h) for Q4_Kx8 / Q6_Kx8 with 512-bit transposes instead of 8-byte
+// copies: the prefill path's round trip cost more than its GEMM did at 16 tokens.
+void deinterleave_q4_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
+  const size_t stride = n_blocks * sizeof(BlockQ4_K);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* unit = group + (b0 + b) * kQ4_Kx8UnitBytes;
+    uint8_t* out = dst + b * sizeof(BlockQ4_K);
+#pragma GCC unroll 8
+    for (size_t j = 0; j < kKx8Rows; ++j) {
+      auto* blk = reinterpret_cast<BlockQ4_K*>(out + j * stride);
+      std::memcpy(&blk->d, unit + 2 * j, 2);
+      std::memcpy(&blk->dmin, unit + 16 + 2 * j, 2);
+      std::memcpy(blk->scales, unit + kQ4_Kx8ScalesOffset + 12 * j, 12);
+    }
+    const size_t qs = offsetof(BlockQ4_K, qs);
+    rows_of_subunits(unit + kQ4_Kx8QsOffset, out + qs, stride);
+    rows_of_subunits(unit + kQ4_Kx8QsOffset + 512, out + qs + 64, stride);
+  }
+}
+
+void deinterleave_q6_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
+  const size_t stride = n_blocks * sizeof(BlockQ6_K);
+  // Scales: byte 8s + j of each 64-byte half (s < 8) is scale s (+ 8 per half) of row j. pshufb pairs
+  // scales 2k and 2k + 1 of row j as word j of lane k; vpermw gathers row j's 4 words into qword j.
+  const __m512i pair = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
+  alignas(64) uint16_t idx_words[32];
+  for (int j = 0; j < 8; ++j)
+    for (int k = 0; k < 4; ++k) idx_words[4 * j + k] = static_cast<uint16_t>(8 * k + j);
+  const __m512i gather_rows = _mm512_load_si512(idx_words);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* unit = group + (b0 + b) * kQ6_Kx8UnitBytes;
+    uint8_t* out = dst + b * sizeof(BlockQ6_K);
+    rows_of_subunits(unit + kQ6_Kx8QlOffset, out + offsetof(BlockQ6_K, ql), stride);
+    rows_of_subunits(unit + kQ6_Kx8QlOffset + 512, out + offsetof(BlockQ6_K, ql) + 64, stride);
+    rows_of_subunits(unit + kQ6_Kx8QhOffset, out + offsetof(BlockQ6_K, qh), stride);
+    const __m512i s_lo = _mm512_permutexvar_epi16(
+        gather_rows, _mm512_shuffle_epi8(_mm512_loadu_si512(unit + kQ6_Kx8ScalesOffset), pair));
+    const __m512i s_hi = _mm512_permutexvar_epi16(
+        gather_rows, _mm512_shuffle_epi8(_mm512_loadu_si512(unit + kQ6_Kx8ScalesOffset + 64), pair));
+    alignas(64) uint64_t lo[8], hi[8];
+    _mm512_store_si512(lo, s_lo);
+    _mm512_store_si512(hi, s_hi);
+#pragma GCC unroll 8
+    for (size_t j = 0; j < kKx8Rows; ++j) {
+      auto* blk = reinterpret_cast<BlockQ6_K*>(out + j * stride);
+      std::memcpy(blk->scales, &lo[j], 8);
+      std::memcpy(blk->scales + 8, &hi[j], 8);
+      std::memcpy(&blk->d, unit + 2 * j, 2);
+    }
+  }
+}
+
+// Batches of up to kChunkedTokens go through the x8 kernels kMaxBatch tokens or fewer at a time, larger ones
+// through the standard-layout GEMM. The Q4_Kx8 batch kernel, which re-reads the weights for every chunk,
+// outruns the round trip through the standard layout up to 48 tokens; the Q6_Kx8 one, with a vpmulld per
+// sub-block and token, does not beyond one chunk (BENCHMARKS.md, "Q6_K repacked at load on AVX-512").
+template <GroupsFn const (&kByBatch)[kMaxBatch], size_t kChunkedTokens, TensorType kStandard, MatmulFn kGemm,
+          MatmulFn kGemmResume, DeinterleaveGroupFn kDeinterleave>
 void matmul_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
                 size_t r1, float* y, size_t ldy) {
   if (r0 >= r1 || n_tok == 0) return;
-  if (n_tok > kMaxBatch)
-    return matmul_kx8_via_standard<kStandard, kGemm, kGemmResume>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y,
-                                                                  ldy);
-  kByBatch[n_tok - 1](static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x), x_row_bytes, n / kQK,
-                      r0 / kKx8Rows, r1 / kKx8Rows, y, ldy);
+  if (n_tok > kChunkedTokens)
+    return matmul_kx8_via_standard<kStandard, kGemm, kGemmResume, kDeinterleave>(w, w_row_bytes, x, x_row_bytes, n,
+                                                                                 n_tok, r0, r1, y, ldy);
+  // Chunks of as equal a size as can be: the kernels' rate per token grows with the batch.
+  const size_t chunks = (n_tok + kMaxBatch - 1) / kMaxBatch;
+  for (size_t c = 0, t0 = 0; c < chunks; ++c) {
+    const size_t nt = (n_tok - t0) / (chunks - c);
+    kByBatch[nt - 1](static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(x) + t0 * x_row_bytes,
+                     x_row_bytes, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y + t0 * ldy, ldy);
+    t0 += nt;
+  }
 }
 
 constexpr GroupsFn kQ4Kx8ByBatch[kMaxBatch] = {q4_kx8_groups<1>, q4_kx8_groups<2>, q4_kx8_groups<3>, q4_kx8_groups<4>,
@@ -257,12 +359,14 @@ constexpr GroupsFn kQ6Kx8ByBatch[kMaxBatch] = {q6_kx8_groups<1>, q6_kx8_groups<2
 
 void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ4Kx8ByBatch, TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_kx8<kQ4Kx8ByBatch, 48, TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume, deinterleave_q4_kx8_group>(
+      w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ6Kx8ByBatch, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_kx8<kQ6Kx8ByBatch, kMaxBatch, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume, deinterleave_q6_kx8_group>(
+      w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 }  // namespace lmrt::simd::avx512
