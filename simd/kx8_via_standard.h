@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "formats/blocks.h"
 #include "formats/k_quants_x8.h"
 #include "simd/kernels.h"
 
@@ -21,6 +23,27 @@ namespace {
 
 // deinterleave_kx8_group's signature without the type (an ISA's own copy for one type).
 using DeinterleaveGroupFn = void (*)(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst);
+
+// deinterleave_kx8_group for Q4_Kx8 with an ISA's register transpose of 8 sub-units (kRowsOfSubunits: the 64 bytes
+// of pieces 0..7 of each of the 8 rows from 8 consecutive sub-units at src, row j to dst + j * stride) in place of
+// 8-byte copies: the prefill path's round trip cost more than its GEMM did at 16 tokens (BENCHMARKS.md, "Q6_K
+// repacked at load on AVX-512").
+template <void (*kRowsOfSubunits)(const uint8_t* src, uint8_t* dst, size_t stride)>
+void deinterleave_q4_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
+  const size_t stride = n_blocks * sizeof(BlockQ4_K), qs = offsetof(BlockQ4_K, qs);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* unit = group + (b0 + b) * kQ4_Kx8UnitBytes;
+    uint8_t* out = dst + b * sizeof(BlockQ4_K);
+    for (size_t j = 0; j < kKx8Rows; ++j) {
+      auto* blk = reinterpret_cast<BlockQ4_K*>(out + j * stride);
+      std::memcpy(&blk->d, unit + 2 * j, 2);
+      std::memcpy(&blk->dmin, unit + 16 + 2 * j, 2);
+      std::memcpy(blk->scales, unit + kQ4_Kx8ScalesOffset + 12 * j, 12);
+    }
+    kRowsOfSubunits(unit + kQ4_Kx8QsOffset, out + qs, stride);
+    kRowsOfSubunits(unit + kQ4_Kx8QsOffset + 512, out + qs + 64, stride);
+  }
+}
 
 template <TensorType kStandard, MatmulFn kMatmul, MatmulFn kResume = nullptr,
           DeinterleaveGroupFn kDeinterleave = nullptr>

@@ -165,14 +165,35 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
   }
 }
 
+// The 64 bytes of pieces 0..7 of each of the 8 rows from 8 sub-units of 64 bytes (sub-unit u at src + 64u holds
+// row j's piece u at qword j), row j to dst + j * stride: four 4x4 transposes of qwords.
+void rows_of_subunits(const uint8_t* src, uint8_t* dst, size_t stride) {
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)  // rows 4h..4h+3
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {  // pieces 4q..4q+3
+      __m256i a[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i)
+        a[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 64 * (4 * q + i) + 32 * h));
+      const __m256i t0 = _mm256_unpacklo_epi64(a[0], a[1]), t1 = _mm256_unpackhi_epi64(a[0], a[1]);
+      const __m256i t2 = _mm256_unpacklo_epi64(a[2], a[3]), t3 = _mm256_unpackhi_epi64(a[2], a[3]);
+      const __m256i r[4] = {_mm256_permute2x128_si256(t0, t2, 0x20), _mm256_permute2x128_si256(t1, t3, 0x20),
+                            _mm256_permute2x128_si256(t0, t2, 0x31), _mm256_permute2x128_si256(t1, t3, 0x31)};
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (4 * h + j) * stride + 32 * q), r[j]);
+    }
+}
+
 }  // namespace
 
 void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
   if (r0 >= r1 || nt == 0) return;
   if (nt > kMaxTiled)
-    return matmul_kx8_via_standard<TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume>(w, wrb, x, xrb, n, nt, r0, r1, y,
-                                                                                      ldy);
+    return matmul_kx8_via_standard<TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume,
+                                   deinterleave_q4_kx8_group<rows_of_subunits>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
   q4_kx8_groups(static_cast<const uint8_t*>(w), wrb, static_cast<const uint8_t*>(x), xrb, nt, n / kQK, r0 / kKx8Rows,
                 r1 / kKx8Rows, y, ldy);
 }

@@ -267,7 +267,7 @@ using GroupsFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, size_t
 
 // The 64 bytes of pieces 0..7 of each of the 8 rows from 8 sub-units of 64 bytes (sub-unit u at src + 64u),
 // row j to dst + j * stride.
-[[gnu::always_inline]] inline void rows_of_subunits(const uint8_t* src, uint8_t* dst, size_t stride) {
+void rows_of_subunits(const uint8_t* src, uint8_t* dst, size_t stride) {
   __m512i z[8];
 #pragma GCC unroll 8
   for (int u = 0; u < 8; ++u) z[u] = _mm512_loadu_si512(src + 64 * u);
@@ -276,26 +276,7 @@ using GroupsFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, size_t
   for (int j = 0; j < 8; ++j) _mm512_storeu_si512(dst + j * stride, z[j]);
 }
 
-// deinterleave_kx8_group (formats/k_quants_x8.h) for Q4_Kx8 / Q6_Kx8 with 512-bit transposes instead of 8-byte
-// copies: the prefill path's round trip cost more than its GEMM did at 16 tokens.
-void deinterleave_q4_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
-  const size_t stride = n_blocks * sizeof(BlockQ4_K);
-  for (size_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* unit = group + (b0 + b) * kQ4_Kx8UnitBytes;
-    uint8_t* out = dst + b * sizeof(BlockQ4_K);
-#pragma GCC unroll 8
-    for (size_t j = 0; j < kKx8Rows; ++j) {
-      auto* blk = reinterpret_cast<BlockQ4_K*>(out + j * stride);
-      std::memcpy(&blk->d, unit + 2 * j, 2);
-      std::memcpy(&blk->dmin, unit + 16 + 2 * j, 2);
-      std::memcpy(blk->scales, unit + kQ4_Kx8ScalesOffset + 12 * j, 12);
-    }
-    const size_t qs = offsetof(BlockQ4_K, qs);
-    rows_of_subunits(unit + kQ4_Kx8QsOffset, out + qs, stride);
-    rows_of_subunits(unit + kQ4_Kx8QsOffset + 512, out + qs + 64, stride);
-  }
-}
-
+// deinterleave_kx8_group for Q6_Kx8 likewise (deinterleave_q4_kx8_group in kx8_via_standard.h).
 void deinterleave_q6_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
   const size_t stride = n_blocks * sizeof(BlockQ6_K);
   // Scales: byte 8s + j of each 64-byte half (s < 8) is scale s (+ 8 per half) of row j. pshufb pairs
@@ -359,8 +340,8 @@ constexpr GroupsFn kQ6Kx8ByBatch[kMaxBatch] = {q6_kx8_groups<1>, q6_kx8_groups<2
 
 void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ4Kx8ByBatch, 48, TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume, deinterleave_q4_kx8_group>(
-      w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_kx8<kQ4Kx8ByBatch, 48, TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume,
+             deinterleave_q4_kx8_group<rows_of_subunits>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
