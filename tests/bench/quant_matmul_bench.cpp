@@ -7,7 +7,8 @@
 // (CLOCK_THREAD_CPUTIME_ID), so time spent descheduled on a shared, loaded host does not count; memory
 // stalls do. Weights are random valid blocks (the speed does not depend on them).
 // usage: quant_matmul_bench [ISA=best] [ROWS=5632] [N=2048] [COPIES=24] [PASSES=15] [NTOK=64] [KERNEL]
-// (KERNEL: only the kernel of that name, e.g. Q4_0x16, for alternating A/B runs)
+// (KERNEL: only the kernel of that name, e.g. Q4_0x16; or several, comma-separated, e.g. Q6_K,Q6_Kx8, measured
+// pass by pass in one process so that their figures compare on a noisy host)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -107,47 +108,83 @@ int main(int argc, char** argv) {
   }
   std::vector<float> y(n_tok * rows);
 
-  for (const Kernel& k : kernels(isa, rows)) {
-    if (only != nullptr && std::strcmp(only, k.name) != 0) continue;
-    const size_t row_bytes = n / k.block_elems * k.block_bytes, bytes = rows * row_bytes;
-    // On huge pages, as the model's repacked weights are (runtime/util/huge_page_buffer.h): on 4 KiB pages
-    // the kernels streamed slower here than the model's decode does.
-    lmrt::HugePageBuffer w_buf;
-    if (!w_buf.allocate(copies * bytes)) {
-      std::fprintf(stderr, "cannot allocate %zu bytes\n", copies * bytes);
-      return 1;
-    }
-    std::span<uint8_t> w(w_buf.data(), copies * bytes);
-    for (auto& b : w) b = static_cast<uint8_t>(rng());
-    // Random bytes with every 16-bit pair that reads as an fp16 Inf or NaN made finite, so the scales are
-    // finite wherever the layout keeps them (the quant bytes' values do not change the speed).
-    for (size_t blk = 0; blk < w.size() / k.block_bytes; ++blk)
-      for (size_t o = 0; o + 1 < k.block_bytes; o += 2)
-        if ((w[blk * k.block_bytes + o + 1] & 0x7C) == 0x7C) w[blk * k.block_bytes + o + 1] = 0x3C;
-    const void* x = k.q8_k ? static_cast<const void*>(x8k.data()) : static_cast<const void*>(x8.data());
-    const size_t x_row_bytes = k.q8_k ? n / 256 * sizeof(BlockQ8_K) : n / 32 * sizeof(BlockQ8Act);
-    std::vector<double> stream, cached, prefill, batch;
-    for (int p = 0; p < passes; ++p) {
-      double t0 = cpu_seconds();
-      for (size_t c = 0; c < copies; ++c)
-        k.fn(w.data() + c * bytes, row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
-      stream.push_back(static_cast<double>(copies * bytes) / (cpu_seconds() - t0) / 1e9);
-      t0 = cpu_seconds();
-      for (size_t c = 0; c < 4; ++c) k.fn(w.data(), row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
-      cached.push_back(static_cast<double>(4 * bytes) / (cpu_seconds() - t0) / 1e9);
-      t0 = cpu_seconds();
-      for (size_t c = 0; c < copies; ++c)
-        k.fn(w.data() + c * bytes, row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
-      batch.push_back(static_cast<double>(copies * bytes) / (cpu_seconds() - t0) / 1e9);
-      if (p < 3) {
-        t0 = cpu_seconds();
-        k.fn(w.data(), row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
-        prefill.push_back(2.0 * static_cast<double>(rows * n * n_tok) / (cpu_seconds() - t0) / 1e9);
+  // The kernels measured together, pass by pass: the ones KERNEL names, or each kernel of the table alone.
+  std::vector<std::vector<Kernel>> groups;
+  const std::vector<Kernel> all = kernels(isa, rows);
+  if (only != nullptr) {
+    groups.emplace_back();
+    for (std::string names = only; !names.empty();) {
+      const size_t comma = names.find(',');
+      const std::string name = names.substr(0, comma);
+      names = comma == std::string::npos ? "" : names.substr(comma + 1);
+      auto it = std::find_if(all.begin(), all.end(), [&](const Kernel& k) { return name == k.name; });
+      if (it == all.end()) {
+        std::fprintf(stderr, "no 8-bit-activation kernel named %s in the %s table\n", name.c_str(), isa_name(isa));
+        return 2;
       }
+      groups.back().push_back(*it);
     }
-    std::printf("%-22s %8.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f\n", k.name,
-                static_cast<double>(bytes) / 1e6, median(stream), best(stream), median(cached), best(cached),
-                median(prefill), best(prefill), median(batch), best(batch));
+  } else {
+    for (const Kernel& k : all) groups.push_back({k});
+  }
+
+  struct Run {
+    Kernel k;
+    size_t row_bytes = 0, bytes = 0;
+    lmrt::HugePageBuffer w;
+    std::vector<double> stream, cached, prefill, batch;
+  };
+  for (const std::vector<Kernel>& group : groups) {
+    std::vector<Run> runs(group.size());
+    for (size_t i = 0; i < group.size(); ++i) {
+      Run& r = runs[i];
+      r.k = group[i];
+      r.row_bytes = n / r.k.block_elems * r.k.block_bytes;
+      r.bytes = rows * r.row_bytes;
+      // On huge pages, as the model's repacked weights are (runtime/util/huge_page_buffer.h): on 4 KiB pages
+      // the kernels streamed slower here than the model's decode does.
+      if (!r.w.allocate(copies * r.bytes)) {
+        std::fprintf(stderr, "cannot allocate %zu bytes\n", copies * r.bytes);
+        return 1;
+      }
+      std::span<uint8_t> w(r.w.data(), copies * r.bytes);
+      for (auto& b : w) b = static_cast<uint8_t>(rng());
+      // Random bytes with every 16-bit pair that reads as an fp16 Inf or NaN made finite, so the scales are
+      // finite wherever the layout keeps them (the quant bytes' values do not change the speed).
+      for (size_t blk = 0; blk < w.size() / r.k.block_bytes; ++blk)
+        for (size_t o = 0; o + 1 < r.k.block_bytes; o += 2)
+          if ((w[blk * r.k.block_bytes + o + 1] & 0x7C) == 0x7C) w[blk * r.k.block_bytes + o + 1] = 0x3C;
+    }
+    // Pass p of every kernel of the group before pass p + 1 of any: on a shared host the slow and fast spells
+    // then fall on all of them alike, so their medians compare.
+    for (int p = 0; p < passes; ++p)
+      for (Run& r : runs) {
+        const Kernel& k = r.k;
+        const uint8_t* w = r.w.data();
+        const size_t row_bytes = r.row_bytes, bytes = r.bytes;
+        const void* x = k.q8_k ? static_cast<const void*>(x8k.data()) : static_cast<const void*>(x8.data());
+        const size_t x_row_bytes = k.q8_k ? n / 256 * sizeof(BlockQ8_K) : n / 32 * sizeof(BlockQ8Act);
+        double t0 = cpu_seconds();
+        for (size_t c = 0; c < copies; ++c)
+          k.fn(w + c * bytes, row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
+        r.stream.push_back(static_cast<double>(copies * bytes) / (cpu_seconds() - t0) / 1e9);
+        t0 = cpu_seconds();
+        for (size_t c = 0; c < 4; ++c) k.fn(w, row_bytes, x, x_row_bytes, n, 1, 0, rows, y.data(), rows);
+        r.cached.push_back(static_cast<double>(4 * bytes) / (cpu_seconds() - t0) / 1e9);
+        t0 = cpu_seconds();
+        for (size_t c = 0; c < copies; ++c)
+          k.fn(w + c * bytes, row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
+        r.batch.push_back(static_cast<double>(copies * bytes) / (cpu_seconds() - t0) / 1e9);
+        if (p < 3) {
+          t0 = cpu_seconds();
+          k.fn(w, row_bytes, x, x_row_bytes, n, n_tok, 0, rows, y.data(), rows);
+          r.prefill.push_back(2.0 * static_cast<double>(rows * n * n_tok) / (cpu_seconds() - t0) / 1e9);
+        }
+      }
+    for (const Run& r : runs)
+      std::printf("%-22s %8.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f %13.1f %6.1f\n", r.k.name,
+                  static_cast<double>(r.bytes) / 1e6, median(r.stream), best(r.stream), median(r.cached),
+                  best(r.cached), median(r.prefill), best(r.prefill), median(r.batch), best(r.batch));
   }
   return 0;
 }
