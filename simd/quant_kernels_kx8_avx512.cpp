@@ -4,8 +4,9 @@
 // the row's unsigned codes with the token's 8 activation bytes broadcast to every row, a sub-block's
 // integer sum is scaled by its per-row scale (vpmulld), and the two lanes of a row are added only once,
 // at the end of the group. Each token's sums take the same arithmetic whatever the batch size (a batch
-// only shares the unpacking of the codes), so its result is bit-identical alone and in a batch. Larger batches
-// (prefill) un-interleave slabs on the stack for the standard Q4_K / Q6_K GEMM (kx8_via_standard.h).
+// only shares the unpacking of the codes), so its result is bit-identical alone and in a batch. Q4_Kx8 takes
+// batches of up to 48 tokens in chunks of kMaxBatch; larger batches (Q6_Kx8: beyond kMaxBatch) un-interleave slabs
+// on the stack for the standard Q4_K / Q6_K GEMM (kx8_via_standard.h).
 //
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
 #pragma GCC diagnostic ignored "-Wuninitialized"

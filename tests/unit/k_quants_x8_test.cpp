@@ -213,10 +213,9 @@ TEST(Kx8Kernels, EveryIsaMatchesTheScalarReference) {
 // A token's result does not depend on how many tokens share the call (n_tok 1..20 and 47..50: the x8 kernels, in
 // chunks of up to 8 tokens where a table chunks, then the standard GEMM fed a slab of super-blocks at a time, each
 // slab turned back to the standard layout by the table's own code or the scalar one), and it has the bits of the
-// same table's standard kernel on
-// the un-interleaved rows: a repacked model decodes a sequence the same alone and in any batch (issue 17 point 7).
-// Rows of 20 super-blocks, more than one slab of kx8_via_standard.h. The scalar table and every table with x8
-// kernels of its own (the others serve x8 through the scalar ones and never repack).
+// same table's standard kernel on the un-interleaved rows: a repacked model decodes a sequence the same alone and in
+// any batch (issue 17 point 7). Rows of 20 super-blocks, more than one slab of kx8_via_standard.h. The scalar table and
+// every table with x8 kernels of its own (the others serve x8 through the scalar ones and never repack).
 TEST(Kx8Kernels, EveryBatchGivesTheStandardKernelsBits) {
   const uint64_t rows = 32, cols = 20 * kQK;
   for (simd::Isa isa : simd::kAllIsas) {
