@@ -1,8 +1,11 @@
 #include "runtime/model/weight_repack.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "formats/k_quants_x8.h"
@@ -80,6 +83,29 @@ struct Planned {
 };
 
 constexpr size_t kTensorAlign = 64;
+// Threads that rewrite tensors at once. Most of a repack is the kernel clearing the fresh huge pages as they
+// are first written, and that work runs on the writing thread, so it divides among them
+// (BENCHMARKS.md, "Repacking on several threads").
+constexpr unsigned kMaxRepackThreads = 8;
+
+// fn(i) for every i < n, on up to kMaxRepackThreads threads (the caller's among them), each taking the
+// next index; where a thread cannot be started, the ones that did (or the caller alone) do its share.
+template <typename Fn>
+void for_each_on_threads(size_t n, Fn&& fn) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(i);
+  };
+  const size_t extra = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), kMaxRepackThreads, n}) - 1;
+  std::vector<std::thread> threads;
+  try {
+    threads.reserve(extra);
+    for (size_t i = 0; i < extra; ++i) threads.emplace_back(work);
+  } catch (...) {  // std::system_error, std::bad_alloc: fewer helpers
+  }
+  work();
+  for (std::thread& t : threads) t.join();
+}
 
 }  // namespace
 
@@ -128,21 +154,30 @@ void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
   // rewritten where it is. Without memory for the buffer nothing is repacked (the kernels read the file's
   // layout).
   if (mapped && !plan.empty() && !packed->allocate(packed_bytes)) plan.clear();
-  for (const Planned& p : plan) {
-    const GgufTensorInfo& t = *p.tensor;
-    uint8_t* data = nullptr;
+  std::vector<uint8_t*> dst(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const GgufTensorInfo& t = *plan[i].tensor;
+    dst[i] = mapped ? packed->data() + plan[i].offset : g.owned_tensor_data(t);
+    if (dst[i] == nullptr) {  // the caller's bytes (MappedFile::view): left as they are
+      plan.resize(i);
+      break;
+    }
+  }
+  for_each_on_threads(plan.size(), [&](size_t i) {
+    const GgufTensorInfo& t = *plan[i].tensor;
     if (mapped) {
-      data = packed->data() + p.offset;
-      interleave(t.type, t.data, t.n_rows(), t.row_length(), data);
+      interleave(t.type, t.data, t.n_rows(), t.row_length(), dst[i]);
       g.release_tensor_pages(t);
     } else {
-      data = g.owned_tensor_data(t);
-      if (data == nullptr) break;  // the caller's bytes (MappedFile::view): left as they are
-      interleave_in_place(t.type, data, t.n_rows(), t.row_length());
+      interleave_in_place(t.type, dst[i], t.n_rows(), t.row_length());
     }
-    for (size_t i = p.first_view; i < p.first_view + p.n_views; ++i) {
-      views[i]->data = data + (views[i]->data - t.data);
-      views[i]->type = p.packed;
+  });
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Planned& p = plan[i];
+    const GgufTensorInfo& t = *p.tensor;
+    for (size_t v = p.first_view; v < p.first_view + p.n_views; ++v) {
+      views[v]->data = dst[i] + (views[v]->data - t.data);
+      views[v]->type = p.packed;
     }
     ++r.tensors;
     r.bytes += t.n_bytes;

@@ -95,7 +95,10 @@ typedef struct lmrt_model_params {
 LMRT_API lmrt_status lmrt_model_params_init_sized(lmrt_model_params* params, size_t struct_size);
 static inline lmrt_status lmrt_model_params_init(lmrt_model_params* params) { return lmrt_model_params_init_sized(params, sizeof *params); }
 
-/* Opens a GGUF model (llama architecture; tensors F32, F16, BF16, Q8_0, Q4_0). Any thread may open
+/* Opens a GGUF model: architectures llama, qwen2, qwen3, phi3, gemma2, gemma3; tensors F32, F16, BF16,
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS in any mix (README.md). Where
+ * the CPU's kernels read some types faster in an interleaved layout, those matrices are copied into it
+ * while the model opens, on up to 8 short-lived threads; the file is never written. Any thread may open
  * models, several at once.
  * path: file name. params: NULL for defaults. *out_model receives the handle (NULL on failure);
  * free it with lmrt_model_close once no context uses it any more. err/err_size: optional buffer
