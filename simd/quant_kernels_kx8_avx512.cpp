@@ -1,12 +1,14 @@
 // AVX-512 VNNI kernels for Q4_Kx8 and Q6_Kx8 (formats/k_quants_x8.h): decode and small batches (up to
 // kMaxBatch tokens) read each group of 8 rows as one sequential stream, every 512-bit load giving 8 bytes
 // of each of the 8 rows. Row j owns dword lanes 2j and 2j + 1 of every accumulator: vpdpbusd multiplies
-// the row's unsigned codes with the token's 8 activation bytes broadcast to every row, a sub-block's
-// integer sum is scaled by its per-row scale (vpmulld), and the two lanes of a row are added only once,
-// at the end of the group. Each token's sums take the same arithmetic whatever the batch size (a batch
-// only shares the unpacking of the codes), so its result is bit-identical alone and in a batch. Q4_Kx8 takes
-// batches of up to 48 tokens in chunks of kMaxBatch; larger batches (Q6_Kx8: beyond kMaxBatch) un-interleave slabs
-// on the stack for the standard Q4_K / Q6_K GEMM (kx8_via_standard.h).
+// the row's unsigned codes with the token's 8 activation bytes broadcast to every row. A lane's share of
+// a sub-block fits in 16 bits, so two sub-blocks' (or halves') sums are packed into words and one vpdpwssd
+// against the rows' scales adds them, scaled; the lanes of a row are added once per super-block. Each
+// token's sums take the same arithmetic whatever the batch size (a batch only shares the unpacking of the
+// codes and scales), and its integer total per super-block is the standard kernels', so its result is
+// bit-identical alone, in a batch and in the standard layout. Q4_Kx8 takes batches of up to 48 tokens, and
+// Q6_Kx8 up to 16, in chunks of kMaxBatch; larger batches un-interleave slabs on the stack for the standard
+// Q4_K / Q6_K GEMM (kx8_via_standard.h).
 //
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -99,18 +101,31 @@ struct Q4KScales {
   return _mm512_and_si512(_mm512_srli_epi32(s4, 8 * s), _mm512_set1_epi32(0xff));
 }
 
-// Row sums of the unit's sub-block pair c (sub-blocks 2c and 2c + 1) with one token's activations, scaled by
-// their 6-bit scales: wl / wh are the low / high nibbles of the 4 loads of chunk c.
-[[gnu::always_inline]] inline __m512i q4_kx8_chunk(const __m512i (&wl)[4], const __m512i (&wh)[4], __m512i s_lo,
-                                                   __m512i s_hi, const int8_t* xq, __m512i sumi) {
+// Adds to tot the sums of the unit's sub-block pair c (sub-blocks 2c and 2c + 1) with one token's activations,
+// scaled by their 6-bit scales: wl / wh are the low / high nibbles of the 4 loads of chunk c. A lane's share of
+// a sub-block is 16 products of a 4-bit code and an 8-bit activation (|sum| <= 16 * 15 * 128 < 2^15), so the
+// two sub-blocks' lanes pack into 16-bit words without saturating, and one vpdpwssd against the packed scales
+// (pack_scales) adds both rows' lanes times their scales: tot's 128-bit lane L then holds, for rows 2L and
+// 2L + 1, the low sub-blocks' sums in dwords 0, 1 and the high ones' in dwords 2, 3 (tot_rows adds them).
+[[gnu::always_inline]] inline __m512i q4_kx8_chunk(const __m512i (&wl)[4], const __m512i (&wh)[4], __m512i scales,
+                                                   const int8_t* xq, __m512i tot) {
   __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     lo = _mm512_dpbusd_epi32(lo, wl[g], bcast8(xq + 8 * g));
     hi = _mm512_dpbusd_epi32(hi, wh[g], bcast8(xq + 32 + 8 * g));
   }
-  sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(lo, s_lo));
-  return _mm512_add_epi32(sumi, _mm512_mullo_epi32(hi, s_hi));
+  return _mm512_dpwssd_epi32(tot, _mm512_packs_epi32(lo, hi), scales);
+}
+
+// The scales of sub-blocks 2c, 2c + 1 (each a dword in both lanes of its row) laid out as q4_kx8_chunk packs
+// the sums: word pairs of the low scale of rows 2L, 2L + 1, then of the high scale.
+[[gnu::always_inline]] inline __m512i pack_scales(__m512i s_lo, __m512i s_hi) { return _mm512_packs_epi32(s_lo, s_hi); }
+
+// q4_kx8_chunk's (and q6_kx8_unit's) packed totals back in the kernels' layout: row j's sum in both of lanes 2j and 2j
+// + 1.
+[[gnu::always_inline]] inline __m512i tot_rows(__m512i tot) {
+  return _mm512_add_epi32(_mm512_shuffle_epi32(tot, _MM_PERM_BBAA), _mm512_shuffle_epi32(tot, _MM_PERM_DDCC));
 }
 
 // The nibbles of chunk c of a unit (4 loads of 64 bytes).
@@ -134,7 +149,7 @@ struct Q4KScales {
   const __m512i summ = _mm512_add_epi32(_mm512_madd_epi16(sc.ml, _mm512_broadcastq_epi64(b8)),
                                         _mm512_madd_epi16(sc.mh, _mm512_broadcastq_epi64(_mm_unpackhi_epi64(b8, b8))));
   const __m512 xd = _mm512_set1_ps(x.d);
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(sumi)), _mm512_mul_ps(d2, xd), acc);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot_rows(sumi)), _mm512_mul_ps(d2, xd), acc);
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(summ)), _mm512_mul_ps(ndmin2, xd), acc);
 }
 
@@ -166,14 +181,11 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
       for (int c = 0; c < 4; ++c) {
         // Sub-blocks 2c (low nibbles) and 2c + 1 (high).
         const __m512i s4 = c < 2 ? sc.sl : sc.sh;
-        const __m512i s_lo = scale_byte(s4, (2 * c) % 4), s_hi = scale_byte(s4, (2 * c + 1) % 4);
+        const __m512i scales = pack_scales(scale_byte(s4, (2 * c) % 4), scale_byte(s4, (2 * c + 1) % 4));
         __m512i wl[4], wh[4];
         q4_kx8_unpack(unit, c, wl, wh);
 #pragma GCC unroll 8
-        for (size_t t = 0; t < T; ++t) {
-          sumi[t] = q4_kx8_chunk(wl, wh, s_lo, s_hi, xb[t]->qs + 64 * c, sumi[t]);
-          keep_chain(sumi[t]);  // linear chains: reassociated into trees they spill (vnni256_x86.h)
-        }
+        for (size_t t = 0; t < T; ++t) sumi[t] = q4_kx8_chunk(wl, wh, scales, xb[t]->qs + 64 * c, sumi[t]);
       }
 #pragma GCC unroll 8
       for (size_t t = 0; t < T; ++t) acc[t] = q4_kx8_finish(sc, d2, ndmin2, *xb[t], sumi[t], acc[t]);
@@ -185,39 +197,81 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
 
 // ---- Q6_Kx8 ----
 
-// acc += one unit's dot products with one token's Q8_K block. Sub-block s = 8h + 2k + m (16 elements:
-// 128h + 32k + 16m ..) is the ql sub-units 8h + 4(k & 1) + l8 (nibble k / 2) with the qh sub-units
-// 4h + l8 (bits 2k, 2k + 1) for l8 = 2m, 2m + 1. The codes are q + 32: each sub-block's sum starts at
-// -32 times its activation sum (bsums[s], in the row's first lane only).
-[[gnu::always_inline]] inline __m512 q6_kx8_unit_dot(const uint8_t* unit, __m512 d2, const BlockQ8_K& x, __m512 acc) {
+// The codes (q + 32, 0..63) of sub-block s = 8h + 2k + m (16 elements: 128h + 32k + 16m ..) for one of its
+// two 8-element halves l8 = 2m or 2m + 1: the ql sub-unit 8h + 4(k & 1) + l8 (nibble k / 2) with the qh
+// sub-unit 4h + l8 (bits 2k, 2k + 1).
+[[gnu::always_inline]] inline __m512i q6_kx8_codes(const uint8_t* unit, int h, int k, int l8) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
-  const uint8_t* ql = unit + kQ6_Kx8QlOffset;
-  const uint8_t* qh = unit + kQ6_Kx8QhOffset;
-  __m512i sumi = _mm512_setzero_si512();
+  const __m512i l = _mm512_loadu_si512(unit + kQ6_Kx8QlOffset + 64 * (8 * h + 4 * (k & 1) + l8));
+  const __m512i hb = _mm512_loadu_si512(unit + kQ6_Kx8QhOffset + 64 * (4 * h + l8));
+  const __m512i lo = _mm512_and_si512(k < 2 ? l : _mm512_srli_epi16(l, 4), low4);
+  // Bits 2k, 2k + 1 of qh moved to bits 4, 5.
+  const __m512i hi2 = 2 * k <= 4 ? _mm512_slli_epi16(hb, 4 - 2 * k) : _mm512_srli_epi16(hb, 2 * k - 4);
+  return _mm512_or_si512(lo, _mm512_and_si512(hi2, bits45));
+}
+
+// The 8 rows' int8 scales of sub-block s as 16-bit words in the order q6_kx8_pack packs the sums: rows 2L,
+// 2L + 1 twice each, then again, in 128-bit lane L.
+[[gnu::always_inline]] inline __m512i q6_kx8_scale_words(const uint8_t* unit, int s) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(unit + kQ6_Kx8ScalesOffset + 8 * s));
+  const __m512i pairs = _mm512_cvtepi8_epi32(_mm_unpacklo_epi8(b, b));  // row j in dwords 2j, 2j + 1
+  return _mm512_packs_epi32(pairs, pairs);
+}
+
+// The 8 rows' 16 scales as words, four sub-blocks a register: word 4j + i of w[k] is scale 4k + i of row j,
+// so that vpmaddwd against 4 of a token's bsums gives row j's two partial sums in dwords 2j, 2j + 1.
+[[gnu::always_inline]] inline void q6_kx8_scales_by_row(const uint8_t* unit, __m512i (&w)[4]) {
+  alignas(64) static constexpr uint16_t kIdx[32] = {0, 8,  16, 24, 1, 9,  17, 25, 2, 10, 18, 26, 3, 11, 19, 27,
+                                                    4, 12, 20, 28, 5, 13, 21, 29, 6, 14, 22, 30, 7, 15, 23, 31};
+  const __m512i idx = _mm512_load_si512(kIdx);
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k)
+    w[k] = _mm512_permutexvar_epi16(idx, _mm512_cvtepi8_epi16(_mm256_loadu_si256(
+                                             reinterpret_cast<const __m256i*>(unit + kQ6_Kx8ScalesOffset + 32 * k))));
+}
+
+// acc[t] += one unit's dot products with token t's Q8_K block, for T tokens that share the unpacking of the
+// codes and scales. The codes are q + 32, so a row's integer sum is sum_s scale_s * (codes . x)_s minus 32
+// sum_s scale_s * bsums[s]. One vpdpbusd from zero gives each lane 4 products of a code (<= 63) and an
+// activation (|sum| <= 4 * 63 * 128 < 2^15), so a sub-block's two halves pack into 16-bit words (lane order
+// as in q4_kx8_chunk) and one vpdpwssd against the scale words adds them, scaled; the bias is a vpmaddwd of
+// the scales with the bsums. The integer total is the one the standard kernels form, so the bits are theirs.
+template <size_t T>
+[[gnu::always_inline]] inline void q6_kx8_unit(const uint8_t* unit, __m512 d2, const BlockQ8_K* const* xb,
+                                               __m512 (&acc)[T]) {
+  __m512i tot[T];
+#pragma GCC unroll 8
+  for (size_t t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
 #pragma GCC unroll 2
       for (int m = 0; m < 2; ++m) {
-        const int s = 8 * h + 2 * k + m;
-        __m512i part = _mm512_maskz_set1_epi32(0x5555, -32 * x.bsums[s]);
-#pragma GCC unroll 2
-        for (int l8 = 2 * m; l8 < 2 * m + 2; ++l8) {
-          const __m512i l = _mm512_loadu_si512(ql + 64 * (8 * h + 4 * (k & 1) + l8));
-          const __m512i hb = _mm512_loadu_si512(qh + 64 * (4 * h + l8));
-          const __m512i lo = _mm512_and_si512(k < 2 ? l : _mm512_srli_epi16(l, 4), low4);
-          // Bits 2k, 2k + 1 of qh moved to bits 4, 5.
-          const __m512i hi2 = 2 * k <= 4 ? _mm512_slli_epi16(hb, 4 - 2 * k) : _mm512_srli_epi16(hb, 2 * k - 4);
-          const __m512i q = _mm512_or_si512(lo, _mm512_and_si512(hi2, bits45));
-          part = _mm512_dpbusd_epi32(part, q, bcast8(x.qs + 128 * h + 32 * k + 8 * l8));
+        const __m512i q0 = q6_kx8_codes(unit, h, k, 2 * m), q1 = q6_kx8_codes(unit, h, k, 2 * m + 1);
+        const __m512i sc = q6_kx8_scale_words(unit, 8 * h + 2 * k + m);
+        const int x0 = 128 * h + 32 * k + 16 * m;
+#pragma GCC unroll 8
+        for (size_t t = 0; t < T; ++t) {
+          const __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, bcast8(xb[t]->qs + x0));
+          const __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, bcast8(xb[t]->qs + x0 + 8));
+          tot[t] = _mm512_dpwssd_epi32(tot[t], _mm512_packs_epi32(a, b), sc);
         }
-        const __m512i sc = _mm512_cvtepi8_epi32(
-            _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(unit + kQ6_Kx8ScalesOffset + 8 * s)),
-                              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(unit + kQ6_Kx8ScalesOffset + 8 * s))));
-        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(part, sc));
       }
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(row_sums(sumi)), _mm512_mul_ps(d2, _mm512_set1_ps(x.d)), acc);
+  __m512i sw[4];
+  q6_kx8_scales_by_row(unit, sw);
+#pragma GCC unroll 8
+  for (size_t t = 0; t < T; ++t) {
+    __m512i bias = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      int64_t b4;
+      std::memcpy(&b4, xb[t]->bsums + 4 * k, 8);
+      bias = _mm512_add_epi32(bias, _mm512_madd_epi16(sw[k], _mm512_set1_epi64(b4)));
+    }
+    const __m512i total = _mm512_sub_epi32(tot_rows(tot[t]), _mm512_slli_epi32(row_sums(bias), 5));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d2, _mm512_set1_ps(xb[t]->d)), acc[t]);
+  }
 }
 
 template <size_t T>
@@ -232,9 +286,10 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
       prefetch_unit(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
+      const BlockQ8_K* xb[T];
 #pragma GCC unroll 8
-      for (size_t t = 0; t < T; ++t)
-        acc[t] = q6_kx8_unit_dot(unit, d2, reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes)[b], acc[t]);
+      for (size_t t = 0; t < T; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes) + b;
+      q6_kx8_unit<T>(unit, d2, xb, acc);
     }
 #pragma GCC unroll 8
     for (size_t t = 0; t < T; ++t) store_rows(acc[t], y + t * ldy + g * kKx8Rows);
@@ -311,9 +366,9 @@ void deinterleave_q6_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks,
 }
 
 // Batches of up to kChunkedTokens go through the x8 kernels kMaxBatch tokens or fewer at a time, larger ones
-// through the standard-layout GEMM. The Q4_Kx8 batch kernel, which re-reads the weights for every chunk,
-// outruns the round trip through the standard layout up to 48 tokens; the Q6_Kx8 one, with a vpmulld per
-// sub-block and token, does not beyond one chunk (BENCHMARKS.md, "Q6_K repacked at load on AVX-512").
+// through the standard-layout GEMM. The batch kernels, which re-read the weights for every chunk, outrun
+// the round trip through the standard layout up to 48 tokens (Q4_Kx8) and 16 (Q6_Kx8, whose codes cost more
+// to unpack) (BENCHMARKS.md, "Q6_K repacked at load on AVX-512" and "Q6_Kx8 batches share the unpacking").
 template <GroupsFn const (&kByBatch)[kMaxBatch], size_t kChunkedTokens, TensorType kStandard, MatmulFn kGemm,
           MatmulFn kGemmResume, DeinterleaveGroupFn kDeinterleave>
 void matmul_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, size_t r0,
@@ -347,7 +402,7 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ6Kx8ByBatch, kMaxBatch, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume, deinterleave_q6_kx8_group>(
+  matmul_kx8<kQ6Kx8ByBatch, 16, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume, deinterleave_q6_kx8_group>(
       w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
