@@ -32,11 +32,14 @@ namespace {
 
 constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go through the GEMM
 // How many units ahead of the one being read the stream prefetches. Q4_Kx8 reads its unit front to back and
-// the hardware prefetcher follows it (software prefetch measured no faster, BENCHMARKS.md). Q6_Kx8 reads the
-// ql and qh parts of a unit in step, two interleaved sequences the prefetcher does not follow: without a
-// software prefetch it streamed at two thirds of the rate it reaches with one (BENCHMARKS.md, "Q6_K
-// repacked at load on AVX-512").
-constexpr size_t kQ4PrefetchUnits = 0;
+// the hardware prefetcher follows it in decode and small batches (software prefetch measured no faster), but
+// not once a unit takes 6 or more tokens' arithmetic: the 8-token batch streamed at 11-12 GB/s without a
+// software prefetch and 15-16 with one. Q6_Kx8 reads the ql and qh parts of a unit in step, two interleaved
+// sequences the prefetcher does not follow: without a software prefetch it streamed at two thirds of the
+// rate it reaches with one (BENCHMARKS.md, "Q6_K repacked at load on AVX-512" and "Q6_Kx8 batches share the
+// unpacking").
+template <size_t T>
+constexpr size_t kQ4PrefetchUnits = T >= 6 ? 2 : 0;
 constexpr size_t kQ6PrefetchUnits = 3;
 constexpr size_t kLine = 64;
 
@@ -164,7 +167,8 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-      if constexpr (kQ4PrefetchUnits > 0) prefetch_unit(unit + kQ4PrefetchUnits * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+      if constexpr (kQ4PrefetchUnits < T >> 0)
+        prefetch_unit(unit + kQ4PrefetchUnits<T> * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
       const Q4KScales sc = q4_kx8_scales(unit);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       // -dmin by flipping the sign bit, as the standard kernels negate it.
