@@ -312,8 +312,17 @@ bool LlamaGraph::heads_per_thread(const GraphBatch& batch, const KvArena& kv, si
   // F16 keys and values (attend_kv_head, with or without the grouped kernel), heads in whole 16-row groups
   // shared evenly by the threads, and no soft-capping (the general scores path applies it).
   const ModelConfig& hp = model_.hparams();
-  return batch.n == 1 && batch.runs_only() && kv.type() == KvType::f16 && hp.head_dim % 16 == 0 &&
-         hp.attn_softcap == 0.0f && hp.n_head_kv % n_threads == 0;
+  if (!batch.runs_only() || kv.type() != KvType::f16 || hp.head_dim % 16 != 0 || hp.attn_softcap != 0.0f ||
+      hp.n_head_kv % n_threads != 0)
+    return false;
+  if (batch.n == 1) return true;
+  // A decode step of several sequences: one token each (no query run to tile), few enough tokens that the
+  // matmul splits its rows as decode does. Each thread then also ropes, stores and attends its heads of every
+  // token, which saves a dispatch and the serial per-token steps between the two.
+  if (batch.n > kSmallBatch || batch.views == nullptr) return false;
+  for (uint32_t t = 0; t < batch.n; ++t)
+    if (batch.query_run(t) != 1) return false;
+  return true;
 }
 
 void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batch, KvArena& kv, ThreadPool& pool,
@@ -322,10 +331,10 @@ void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batc
   const LayerWeights& L = model_.layers()[layer];
   const uint32_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
   const size_t per_thread = attention_scratch_floats(n_ctx_, hd, group);
-  const uint32_t pos = batch.pos_of(0), slot = batch.slot_of(0), n_vis = batch.n_visible(0);
+  const uint32_t n = batch.n, kv_dim = hp.kv_dim();
   const MatmulTarget qkv[] = {
-      {&L.wq, q_.data(), q_dim_}, {&L.wk, k_cur_.data(), hp.kv_dim()}, {&L.wv, v_cur_.data(), hp.kv_dim()}};
-  const MatmulInput in = matmul_input(qkv, 3, 1, xn_.data(), hp.n_embd, pool);
+      {&L.wq, q_.data(), q_dim_}, {&L.wk, k_cur_.data(), kv_dim}, {&L.wv, v_cur_.data(), kv_dim}};
+  const MatmulInput in = matmul_input(qkv, 3, n, xn_.data(), hp.n_embd, pool);
   pool.run(
       [&](size_t thread, size_t n_threads) {
         // KV heads [h0, h1) and their query heads: the same rows decode_rows gives this thread, since
@@ -335,11 +344,18 @@ void LlamaGraph::attention_block_by_heads(uint32_t layer, const GraphBatch& batc
         matmul_rows(qkv[0], in, static_cast<size_t>(h0) * group * hd, static_cast<size_t>(h1) * group * hd);
         matmul_rows(qkv[1], in, static_cast<size_t>(h0) * hd, static_cast<size_t>(h1) * hd);
         matmul_rows(qkv[2], in, static_cast<size_t>(h0) * hd, static_cast<size_t>(h1) * hd);
-        finish_qkv(layer, q_.data(), k_cur_.data(), v_cur_.data(), h0, h1, pos);
-        kv.store_heads(layer, slot, h0, h1, k_cur_.data(), v_cur_.data(), k_->to_f16);
+        for (uint32_t t = 0; t < n; ++t) {
+          float* k = k_cur_.data() + static_cast<size_t>(t) * kv_dim;
+          float* v = v_cur_.data() + static_cast<size_t>(t) * kv_dim;
+          finish_qkv(layer, q_.data() + static_cast<size_t>(t) * q_dim_, k, v, h0, h1, batch.pos_of(t));
+          kv.store_heads(layer, batch.slot_of(t), h0, h1, k, v, k_->to_f16);
+        }
         float* scratch = scores_.data() + thread * per_thread;
-        for (uint32_t kvh = h0; kvh < h1; ++kvh)
-          attend_kv_head(layer, kv, 0, kvh, window_start(layer, n_vis), n_vis, scratch, batch.run_start(0));
+        for (uint32_t t = 0; t < n; ++t) {
+          const uint32_t n_vis = batch.n_visible(t);
+          for (uint32_t kvh = h0; kvh < h1; ++kvh)
+            attend_kv_head(layer, kv, t, kvh, window_start(layer, n_vis), n_vis, scratch, batch.run_start(t));
+        }
       },
       reads_of(next));
 }

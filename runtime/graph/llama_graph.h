@@ -181,11 +181,13 @@ class LlamaGraph {
   // RoPE table of `layer`: [n_ctx][rope_dim / 2] angles, as (cos, sin) pairs for adjacent-pair RoPE or
   // rope_dim / 2 cosines then as many sines for NeoX halves.
   const float* rope_table(uint32_t layer, uint32_t pos) const;
-  // Whether attention_block_by_heads() runs this batch: one token without views, F16 keys and values
-  // with heads in whole 16-row groups, no attention soft-capping, and n_threads dividing the KV heads (so
-  // every thread gets the same work).
+  // Whether attention_block_by_heads() runs this batch: one token (or a decode step of up to kSmallBatch
+  // sequences, one token each) whose visible slots are one run, F16 keys and values with heads in whole
+  // 16-row groups, no attention soft-capping, and n_threads dividing the KV heads (so every thread gets the
+  // same work).
   bool heads_per_thread(const GraphBatch& batch, const KvArena& kv, size_t n_threads) const;
-  // Decode's Q, K, V, RoPE, KV store and attention of one layer in one dispatch: each thread takes whole
+  // Decode's Q, K, V, RoPE, KV store and attention of one layer in one dispatch (for every token of the
+  // batch): each thread takes whole
   // KV heads with their query heads, computes their rows of Q, K and V, stores its heads' keys and
   // values and attends with them, so nothing crosses threads before the output projection (one pool
   // barrier and one serial RoPE/store step fewer per layer). Reads xn_; writes att_out_.
