@@ -125,8 +125,8 @@ struct Q4KScales {
 // the sums: word pairs of the low scale of rows 2L, 2L + 1, then of the high scale.
 [[gnu::always_inline]] inline __m512i pack_scales(__m512i s_lo, __m512i s_hi) { return _mm512_packs_epi32(s_lo, s_hi); }
 
-// q4_kx8_chunk's (and q6_kx8_unit's) packed totals back in the kernels' layout: row j's sum in both of lanes 2j and 2j
-// + 1.
+// The packed totals of q4_kx8_chunk and q6_kx8_unit back in the kernels' layout: row j's sum in both of
+// lanes 2j and 2j + 1.
 [[gnu::always_inline]] inline __m512i tot_rows(__m512i tot) {
   return _mm512_add_epi32(_mm512_shuffle_epi32(tot, _MM_PERM_BBAA), _mm512_shuffle_epi32(tot, _MM_PERM_DDCC));
 }
@@ -160,6 +160,7 @@ struct Q4KScales {
 template <size_t T>
 void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t nb, size_t g0,
                    size_t g1, float* y, size_t ldy) {
+  constexpr size_t kAhead = kQ4PrefetchUnits<T>;
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
     __m512 acc[T];
@@ -167,8 +168,7 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-      if constexpr (kQ4PrefetchUnits < T >> 0)
-        prefetch_unit(unit + kQ4PrefetchUnits<T> * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+      if constexpr (kAhead != 0) prefetch_unit(unit + kAhead * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
       const Q4KScales sc = q4_kx8_scales(unit);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       // -dmin by flipping the sign bit, as the standard kernels negate it.
@@ -214,7 +214,7 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
   return _mm512_or_si512(lo, _mm512_and_si512(hi2, bits45));
 }
 
-// The 8 rows' int8 scales of sub-block s as 16-bit words in the order q6_kx8_pack packs the sums: rows 2L,
+// The 8 rows' int8 scales of sub-block s as 16-bit words in the order q6_kx8_unit packs the sums: rows 2L,
 // 2L + 1 twice each, then again, in 128-bit lane L.
 [[gnu::always_inline]] inline __m512i q6_kx8_scale_words(const uint8_t* unit, int s) {
   const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(unit + kQ6_Kx8ScalesOffset + 8 * s));

@@ -89,7 +89,8 @@ constexpr size_t kTensorAlign = 64;
 constexpr unsigned kMaxRepackThreads = 8;
 
 // fn(i) for every i < n, on up to kMaxRepackThreads threads (the caller's among them), each taking the
-// next index; where a thread cannot be started, the ones that did (or the caller alone) do its share.
+// next index; where a thread cannot be started, the ones that did (or the caller alone) do its share. fn
+// must not throw (it would end the process on a helper thread).
 template <typename Fn>
 void for_each_on_threads(size_t n, Fn&& fn) {
   std::atomic<size_t> next{0};
@@ -163,16 +164,22 @@ void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
       break;
     }
   }
+  std::vector<uint8_t> done(plan.size(), 0);
   for_each_on_threads(plan.size(), [&](size_t i) {
     const GgufTensorInfo& t = *plan[i].tensor;
-    if (mapped) {
-      interleave(t.type, t.data, t.n_rows(), t.row_length(), dst[i]);
-      g.release_tensor_pages(t);
-    } else {
-      interleave_in_place(t.type, dst[i], t.n_rows(), t.row_length());
+    try {
+      if (mapped) {
+        interleave(t.type, t.data, t.n_rows(), t.row_length(), dst[i]);
+        g.release_tensor_pages(t);
+      } else {
+        interleave_in_place(t.type, dst[i], t.n_rows(), t.row_length());
+      }
+      done[i] = 1;
+    } catch (...) {  // std::bad_alloc of the in-place rewrite's one-group copy, made before the tensor is touched
     }
   });
   for (size_t i = 0; i < plan.size(); ++i) {
+    if (!done[i]) continue;  // left in the file's layout, which the kernels also read
     const Planned& p = plan[i];
     const GgufTensorInfo& t = *p.tensor;
     for (size_t v = p.first_view; v < p.first_view + p.n_views; ++v) {
