@@ -21,7 +21,7 @@ TEST(ServerMetrics, HistogramBucketsAreCumulativeWithTheBoundInclusive) {
   // ttft 1 ms (on the 0.001 bound: in its bucket), 30 ms; per-token: 9 tokens after the first at 4 ms.
   m.record_choice(nullptr, 5, 0, 1, 1.0, 0, 6);
   m.record_choice(nullptr, 7, 3, 10, 30.0, 36.0, 17);
-  const std::string text = m.render(MetricsGauges{1, 2, 3, 8, 1024});
+  const std::string text = m.render(MetricsGauges{1, 2, 3, 8, 1024, std::nullopt});
   EXPECT_EQ(sample(text, "lmrt_time_to_first_token_seconds_bucket{le=\"0.001\"}"), 1);
   EXPECT_EQ(sample(text, "lmrt_time_to_first_token_seconds_bucket{le=\"0.025\"}"), 1);
   EXPECT_EQ(sample(text, "lmrt_time_to_first_token_seconds_bucket{le=\"0.05\"}"), 2);

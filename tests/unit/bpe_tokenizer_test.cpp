@@ -69,7 +69,9 @@ TEST_P(VocabVectors, ReproduceLlamaCppIdsAndRoundTrip) {
     const Ids ids = encode(*tok, inputs[i]);
     EXPECT_EQ(ids, expected[i]) << name << " vector " << i << ": \"" << inputs[i] << "\"";
     passed += ids == expected[i];
-    if (tok->kind() == TokenizerKind::bpe) EXPECT_EQ(decode(*tok, ids), inputs[i]) << "vector " << i;
+    if (tok->kind() == TokenizerKind::bpe) {
+      EXPECT_EQ(decode(*tok, ids), inputs[i]) << "vector " << i;
+    }
   }
   EXPECT_EQ(passed, 46);
 }

@@ -157,7 +157,9 @@ struct CancelById {
 int cancel_by_id(void* user, const lmrt_token_event* ev) {
   auto* c = static_cast<CancelById*>(user);
   (void)collect(&c->out, ev);
-  if (c->out.pieces == 2) EXPECT_EQ(lmrt_engine_cancel(c->engine, c->victim), LMRT_OK);
+  if (c->out.pieces == 2) {
+    EXPECT_EQ(lmrt_engine_cancel(c->engine, c->victim), LMRT_OK);
+  }
   return 0;
 }
 

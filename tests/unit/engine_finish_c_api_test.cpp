@@ -143,7 +143,9 @@ void check_notices(FiveRequests& run, std::thread::id stepper) {
       EXPECT_EQ(w.noticed_reason, run.expected[i]);
       EXPECT_EQ(w.notice_thread, stepper);
       EXPECT_EQ(w.pieces_at_notice, w.pieces);  // nothing streamed after the notice
-      if (w.pieces > 0) EXPECT_EQ(w.piece_thread, stepper);
+      if (w.pieces > 0) {
+        EXPECT_EQ(w.piece_thread, stepper);
+      }
     }
   }
   for (size_t i = 0; i < run.watches.size(); ++i) {

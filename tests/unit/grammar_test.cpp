@@ -222,7 +222,9 @@ TEST(GrammarMatcher, TrieMaskEqualsPerTokenCheck) {
       ASSERT_EQ(mask[static_cast<size_t>(id)] != 0, direct) << "prefix " << doc.substr(0, i) << " token " << id;
       n_allowed_total += direct ? 1 : 0;
     }
-    if (i < doc.size()) ASSERT_TRUE(m->advance(doc.substr(i, 1))) << doc.substr(0, i + 1);
+    if (i < doc.size()) {
+      ASSERT_TRUE(m->advance(doc.substr(i, 1))) << doc.substr(0, i + 1);
+    }
   }
   EXPECT_TRUE(m->accepting());
   EXPECT_GT(n_allowed_total, doc.size());  // the masks are not trivially empty
