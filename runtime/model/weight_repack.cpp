@@ -1,16 +1,17 @@
 #include "runtime/model/weight_repack.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "formats/k_quants_x8.h"
 #include "formats/q4_0x16.h"
 #include "runtime/model/llama_model.h"
+#include "runtime/util/thread_pool.h"
 #include "simd/kernels.h"
 
 namespace lmrt {
@@ -88,26 +89,6 @@ constexpr size_t kTensorAlign = 64;
 // (BENCHMARKS.md, "Repacking on several threads").
 constexpr unsigned kMaxRepackThreads = 8;
 
-// fn(i) for every i < n, on up to kMaxRepackThreads threads (the caller's among them), each taking the
-// next index; where a thread cannot be started, the ones that did (or the caller alone) do its share. fn
-// must not throw (it would end the process on a helper thread).
-template <typename Fn>
-void for_each_on_threads(size_t n, Fn&& fn) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(i);
-  };
-  const size_t extra = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), kMaxRepackThreads, n}) - 1;
-  std::vector<std::thread> threads;
-  try {
-    threads.reserve(extra);
-    for (size_t i = 0; i < extra; ++i) threads.emplace_back(work);
-  } catch (...) {  // std::system_error, std::bad_alloc: fewer helpers
-  }
-  work();
-  for (std::thread& t : threads) t.join();
-}
-
 }  // namespace
 
 bool repack_weights_by_default() {
@@ -165,19 +146,34 @@ void repack_weights(GgufFile& g, std::span<WeightView* const> matmul_weights,
     }
   }
   std::vector<uint8_t> done(plan.size(), 0);
-  for_each_on_threads(plan.size(), [&](size_t i) {
-    const GgufTensorInfo& t = *plan[i].tensor;
-    try {
-      if (mapped) {
-        interleave(t.type, t.data, t.n_rows(), t.row_length(), dst[i]);
-        g.release_tensor_pages(t);
-      } else {
-        interleave_in_place(t.type, dst[i], t.n_rows(), t.row_length());
+  auto rewrite = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const GgufTensorInfo& t = *plan[i].tensor;
+      try {
+        if (mapped) {
+          interleave(t.type, t.data, t.n_rows(), t.row_length(), dst[i]);
+          g.release_tensor_pages(t);
+        } else {
+          interleave_in_place(t.type, dst[i], t.n_rows(), t.row_length());
+        }
+        done[i] = 1;
+      } catch (...) {  // std::bad_alloc of the in-place rewrite's one-group copy, made before the tensor is touched
       }
-      done[i] = 1;
-    } catch (...) {  // std::bad_alloc of the in-place rewrite's one-group copy, made before the tensor is touched
     }
-  });
+  };
+  // One tensor at a time to each thread that asks; a pool that cannot start (std::system_error) leaves the
+  // caller to rewrite them all.
+  std::optional<ThreadPool> pool;
+  try {
+    pool.emplace(std::min<size_t>(
+        {std::max(1u, std::thread::hardware_concurrency()), kMaxRepackThreads, std::max<size_t>(plan.size(), 1)}));
+  } catch (...) {
+  }
+  if (pool) {
+    pool->parallel_for(plan.size(), 1, rewrite);
+  } else {
+    rewrite(0, plan.size());
+  }
   for (size_t i = 0; i < plan.size(); ++i) {
     if (!done[i]) continue;  // left in the file's layout, which the kernels also read
     const Planned& p = plan[i];

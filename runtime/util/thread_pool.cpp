@@ -30,10 +30,19 @@ ThreadPool::ThreadPool(size_t n_threads) {
   spin_ = n_threads <= std::max(1u, std::thread::hardware_concurrency());
   next_reads_.resize(2 * n_threads);
   workers_.reserve(n_threads - 1);
-  for (size_t i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  try {
+    for (size_t i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  } catch (...) {
+    // A thread that could not start (std::system_error): the ones already running must be joined
+    // before the exception leaves, or their std::thread destructors terminate the process.
+    stop_workers();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   stop_.store(true, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_seq_cst);
   generation_.notify_all();

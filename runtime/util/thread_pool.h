@@ -85,6 +85,7 @@ class ThreadPool {
   };
   void run_erased(JobRef job);
   void worker_loop(size_t index);
+  void stop_workers();  // wakes every worker with stop_ set and joins it
   // The run() of generation g writes one slot of next reads per thread and its threads read them
   // after their part; two sets by parity, so the caller fills g + 1's while g's may still be read.
   NextReads* next_reads_for(uint64_t g) { return next_reads_.data() + (g & 1) * size(); }
