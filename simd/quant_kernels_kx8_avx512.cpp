@@ -107,8 +107,8 @@ struct Q4KScales {
 // Adds to tot the sums of the unit's sub-block pair c (sub-blocks 2c and 2c + 1) with one token's activations,
 // scaled by their 6-bit scales: wl / wh are the low / high nibbles of the 4 loads of chunk c. A lane's share of
 // a sub-block is 16 products of a 4-bit code and an 8-bit activation (|sum| <= 16 * 15 * 128 < 2^15), so the
-// two sub-blocks' lanes pack into 16-bit words without saturating, and one vpdpwssd against the packed scales
-// (pack_scales) adds both rows' lanes times their scales: tot's 128-bit lane L then holds, for rows 2L and
+// two sub-blocks' lanes pack into 16-bit words without saturating, and one vpdpwssd against the scales packed
+// the same way adds both rows' lanes times their scales: tot's 128-bit lane L then holds, for rows 2L and
 // 2L + 1, the low sub-blocks' sums in dwords 0, 1 and the high ones' in dwords 2, 3 (tot_rows adds them).
 [[gnu::always_inline]] inline __m512i q4_kx8_chunk(const __m512i (&wl)[4], const __m512i (&wh)[4], __m512i scales,
                                                    const int8_t* xq, __m512i tot) {
@@ -120,10 +120,6 @@ struct Q4KScales {
   }
   return _mm512_dpwssd_epi32(tot, _mm512_packs_epi32(lo, hi), scales);
 }
-
-// The scales of sub-blocks 2c, 2c + 1 (each a dword in both lanes of its row) laid out as q4_kx8_chunk packs
-// the sums: word pairs of the low scale of rows 2L, 2L + 1, then of the high scale.
-[[gnu::always_inline]] inline __m512i pack_scales(__m512i s_lo, __m512i s_hi) { return _mm512_packs_epi32(s_lo, s_hi); }
 
 // The packed totals of q4_kx8_chunk and q6_kx8_unit back in the kernels' layout: row j's sum in both of
 // lanes 2j and 2j + 1.
@@ -185,7 +181,8 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
       for (int c = 0; c < 4; ++c) {
         // Sub-blocks 2c (low nibbles) and 2c + 1 (high).
         const __m512i s4 = c < 2 ? sc.sl : sc.sh;
-        const __m512i scales = pack_scales(scale_byte(s4, (2 * c) % 4), scale_byte(s4, (2 * c + 1) % 4));
+        // Packed as q4_kx8_chunk packs the sums: word pairs of the low scale of rows 2L, 2L + 1, then the high.
+        const __m512i scales = _mm512_packs_epi32(scale_byte(s4, (2 * c) % 4), scale_byte(s4, (2 * c + 1) % 4));
         __m512i wl[4], wh[4];
         q4_kx8_unpack(unit, c, wl, wh);
 #pragma GCC unroll 8
@@ -269,9 +266,8 @@ template <size_t T>
     __m512i bias = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      int64_t b4;
-      std::memcpy(&b4, xb[t]->bsums + 4 * k, 8);
-      bias = _mm512_add_epi32(bias, _mm512_madd_epi16(sw[k], _mm512_set1_epi64(b4)));
+      const __m512i b4 = bcast8(reinterpret_cast<const int8_t*>(xb[t]->bsums + 4 * k));  // 4 bsums, every lane
+      bias = _mm512_add_epi32(bias, _mm512_madd_epi16(sw[k], b4));
     }
     const __m512i total = _mm512_sub_epi32(tot_rows(tot[t]), _mm512_slli_epi32(row_sums(bias), 5));
     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d2, _mm512_set1_ps(xb[t]->d)), acc[t]);
