@@ -30,6 +30,8 @@ namespace {
 // GEMM, whose per-call deinterleave and transposition only pay off beyond a decode step's batch (BENCHMARKS.md,
 // "AVX2 small batches without spills or round trips").
 constexpr size_t kMaxTiled = 16;
+// From this many tokens q4_kx8_groups_by_unit decodes each unit's scales once for all of them.
+constexpr size_t kByUnitFrom = 3;
 
 // Dwords [i0..i7] of the 24 dwords a, b, c (a holds 0-7, b 8-15, c 16-23), each index in a, b or c as the mask
 // bits say: the three permutes give every lane's dword from its source, the blends pick the source.
@@ -144,8 +146,8 @@ struct Q4KScales {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(rows8(summ[0], summ[1])), _mm256_mul_ps(ndmin, xd), acc);
 }
 
-void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n_tok, size_t nb,
-                   size_t g0, size_t g1, float* y, size_t ldy) {
+void q4_kx8_groups_by_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n_tok,
+                            size_t nb, size_t g0, size_t g1, float* y, size_t ldy) {
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
     // One pass over the group per token: the group (at most a few tens of KiB) is in cache after the first.
@@ -162,6 +164,30 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
       }
       _mm256_storeu_ps(y + t * ldy + g * kKx8Rows, acc);
     }
+  }
+}
+
+void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n_tok,
+                           size_t nb, size_t g0, size_t g1, float* y, size_t ldy) {
+  for (size_t g = g0; g < g1; ++g) {
+    const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
+    // Unit by unit, each token in turn: a unit's scales are decoded once for all the tokens, and its codes
+    // (1152 bytes) are in L1 after the first. Each token's chain over the units is the decode order.
+    __m256 acc[kMaxTiled];
+    for (size_t t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
+      // -dmin by flipping the sign bit, as the standard kernels negate it.
+      const __m256 ndmin = _mm256_xor_ps(_mm256_set1_ps(-0.0f),
+                                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16))));
+      const Q4KScales sc = q4_kx8_scales(unit);
+      for (size_t t = 0; t < n_tok; ++t) {
+        const auto* xt = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
+        acc[t] = q4_kx8_unit_dot(unit, sc, d, ndmin, xt[b], acc[t]);
+      }
+    }
+    for (size_t t = 0; t < n_tok; ++t) _mm256_storeu_ps(y + t * ldy + g * kKx8Rows, acc[t]);
   }
 }
 
@@ -194,8 +220,9 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
   if (nt > kMaxTiled)
     return matmul_kx8_via_standard<TensorType::q4_k, matmul_q4_k, matmul_q4_k_resume,
                                    deinterleave_q4_kx8_group<rows_of_subunits>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
-  q4_kx8_groups(static_cast<const uint8_t*>(w), wrb, static_cast<const uint8_t*>(x), xrb, nt, n / kQK, r0 / kKx8Rows,
-                r1 / kKx8Rows, y, ldy);
+  auto* groups = nt < kByUnitFrom ? q4_kx8_groups_by_token : q4_kx8_groups_by_unit;
+  groups(static_cast<const uint8_t*>(w), wrb, static_cast<const uint8_t*>(x), xrb, nt, n / kQK, r0 / kKx8Rows,
+         r1 / kKx8Rows, y, ldy);
 }
 
 }  // namespace lmrt::simd::LMRT_AVX2_NS
