@@ -6,6 +6,7 @@ package lmrt
 
 lmrt_status lmrt_go_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request, uintptr_t handle,
                                   uint64_t* request_id);
+void lmrt_go_engine_params_notify(lmrt_engine_params* params);
 */
 import "C"
 
@@ -69,6 +70,7 @@ func (c *Context) NewEngineWithParams(params EngineParams) (*Engine, error) {
 		p.prefix_reuse = 1
 	}
 	p.retained_sequences = C.uint32_t(params.RetainedSequences)
+	C.lmrt_go_engine_params_notify(&p) // calls a request's own onFinish, where it has one
 	var raw *C.lmrt_engine
 	var msg [512]C.char
 	if s := C.lmrt_engine_create(c.raw, &p, &raw, &msg[0], C.size_t(len(msg))); s != C.LMRT_OK {
@@ -112,6 +114,16 @@ func (e *Engine) Submit(ctx context.Context, prompt string, maxTokens int, onTex
 // SubmitRequest queues r (its own sampling, seed, stops, logprobs, grammar) as Submit does; a
 // seeded request gets the tokens GenerateRequest gives it alone.
 func (e *Engine) SubmitRequest(ctx context.Context, r *Request, onText func(string) error) (uint64, error) {
+	return e.SubmitRequestWithFinish(ctx, r, onText, nil)
+}
+
+// SubmitRequestWithFinish is SubmitRequest, and onFinish (may be nil) is called once with the
+// finish reason when the request finishes, however it ends (eos, stop, length, cancelled, context
+// full, failed), after its last onText and on the goroutine that steps (the engine's own thread once
+// started). Like onText it must return quickly and must not call the Engine's methods. A request
+// that Close drops unfinished never calls it.
+func (e *Engine) SubmitRequestWithFinish(ctx context.Context, r *Request, onText func(string) error,
+	onFinish func(FinishReason)) (uint64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.raw == nil {
@@ -119,7 +131,7 @@ func (e *Engine) SubmitRequest(ctx context.Context, r *Request, onText func(stri
 	}
 	req := newCRequest(r)
 	defer req.free()
-	h := cgo.NewHandle(&generation{ctx: ctx, onText: onText})
+	h := cgo.NewHandle(&generation{ctx: ctx, onText: onText, onFinish: onFinish})
 	var id C.uint64_t
 	if s := C.lmrt_go_engine_submit(e.raw, &req.req, C.uintptr_t(h), &id); s != C.LMRT_OK {
 		h.Delete()

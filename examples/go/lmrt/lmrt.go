@@ -171,9 +171,10 @@ type Completion struct {
 
 // generation is the Go state the C callback reaches through a cgo.Handle.
 type generation struct {
-	ctx    context.Context
-	onText func(string) error
-	err    error // why the callback cancelled, if it did
+	ctx      context.Context
+	onText   func(string) error
+	onFinish func(FinishReason) // an engine request's, called once
+	err      error              // why the callback cancelled, if it did
 }
 
 //export goOnToken
@@ -190,6 +191,15 @@ func goOnToken(handle C.uintptr_t, event *C.lmrt_token_event) C.int {
 		}
 	}
 	return 0
+}
+
+//export goOnFinish
+func goOnFinish(handle C.uintptr_t, reason C.int) {
+	g := cgo.Handle(handle).Value().(*generation)
+	if f := g.onFinish; f != nil {
+		g.onFinish = nil
+		f(FinishReason(reason))
+	}
 }
 
 // Generate greedily completes prompt with at most maxTokens tokens, calling onText (may be nil)

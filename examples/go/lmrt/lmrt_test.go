@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -257,6 +259,52 @@ func TestAnEngineGivesEveryRequestTheTokensItGetsAlone(t *testing.T) {
 	var le *Error
 	if err := e.Cancel(9999); !errors.As(err, &le) || le.Status != InvalidArgument {
 		t.Fatalf("cancelling an unknown id: %v", err)
+	}
+}
+
+func TestOnFinishComesOncePerRequestWithItsFinishReason(t *testing.T) {
+	m, err := Open(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	e, closeAll := openEngine(t, m, 256, 1, engineParams(2, 4))
+	defer closeAll()
+	var finished []string
+	var ids []uint64
+	for i, r := range []Request{{Prompt: "Once upon a time", MaxTokens: 12}, {Prompt: "The little dog", MaxTokens: 40},
+		{Prompt: "Lily", MaxTokens: 8}} {
+		i, r := i, r
+		onFinish := func(why FinishReason) { finished = append(finished, fmt.Sprintf("%d %v", i, why)) }
+		if i == 2 {
+			onFinish = nil // no notification of its own
+		}
+		id, err := e.SubmitRequestWithFinish(context.Background(), &r, nil, onFinish)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := e.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if len(finished) != 0 {
+		t.Fatalf("finished after one step: %v", finished)
+	}
+	if err := e.Cancel(ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.Result(ids[0])
+	if err != nil || first.FinishReason == FinishNone {
+		t.Fatalf("the first request: %v, %v", first, err)
+	}
+	sort.Strings(finished)
+	want := []string{fmt.Sprintf("0 %v", first.FinishReason), fmt.Sprintf("1 %v", FinishCancelled)}
+	if strings.Join(finished, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("on_finish calls %v, want %v", finished, want)
 	}
 }
 

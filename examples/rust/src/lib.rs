@@ -659,9 +659,11 @@ pub struct Engine<'c> {
 }
 
 type OnText<'c> = Box<dyn FnMut(&str) -> ControlFlow<()> + Send + 'c>;
+type OnFinish<'c> = Box<dyn FnOnce(FinishReason) + Send + 'c>;
 
 struct EngineStream<'c> {
     on_text: OnText<'c>,
+    on_finish: Option<OnFinish<'c>>,
     panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
@@ -681,6 +683,18 @@ unsafe extern "C" fn on_engine_token(
         Err(payload) => {
             stream.panic = Some(payload);
             1
+        }
+    }
+}
+
+unsafe extern "C" fn on_engine_finish(user_data: *mut c_void, _request_id: u64, reason: c_int) {
+    // SAFETY: user_data is the boxed EngineStream of this request, alive while the engine holds it.
+    let stream = &mut *(user_data as *mut EngineStream<'_>);
+    if let Some(on_finish) = stream.on_finish.take() {
+        let reason = FinishReason::from_raw(reason as u32);
+        // A panic must not unwind into C: it resumes after the step, as on_text's do.
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| on_finish(reason))) {
+            stream.panic.get_or_insert(payload);
         }
     }
 }
@@ -716,6 +730,7 @@ impl<'c> Engine<'c> {
         p.prefill_chunk = params.prefill_chunk;
         p.prefix_reuse = u32::from(params.prefix_reuse);
         p.retained_sequences = params.retained_sequences;
+        p.on_finish = Some(on_engine_finish); // calls a request's own on_finish, where it has one
         let mut raw = ptr::null_mut();
         let mut err = [0 as c_char; 512];
         // SAFETY: a live context, borrowed mutably for the engine's life; buffers of their sizes.
@@ -762,9 +777,36 @@ impl<'c> Engine<'c> {
     where
         F: FnMut(&str) -> ControlFlow<()> + Send + 'c,
     {
+        self.submit_stream(request, Box::new(on_text), None)
+    }
+
+    /// `submit_request`, and `on_finish` is called once with the finish reason when the request
+    /// finishes (after its last `on_text`, on the thread that steps), however it ends: eos, stop,
+    /// length, cancelled, context full or failed. A request the engine drops unfinished (the engine
+    /// freed first) never calls it.
+    pub fn submit_request_with_finish<F, G>(
+        &mut self,
+        request: &Request,
+        on_text: F,
+        on_finish: G,
+    ) -> Result<u64>
+    where
+        F: FnMut(&str) -> ControlFlow<()> + Send + 'c,
+        G: FnOnce(FinishReason) + Send + 'c,
+    {
+        self.submit_stream(request, Box::new(on_text), Some(Box::new(on_finish)))
+    }
+
+    fn submit_stream(
+        &mut self,
+        request: &Request,
+        on_text: OnText<'c>,
+        on_finish: Option<OnFinish<'c>>,
+    ) -> Result<u64> {
         let raw = RawRequest::new(request)?;
         let mut stream = Box::new(EngineStream {
-            on_text: Box::new(on_text),
+            on_text,
+            on_finish,
             panic: None,
         });
         let mut id = 0u64;

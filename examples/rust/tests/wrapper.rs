@@ -240,6 +240,59 @@ fn a_started_engine_steps_on_its_own_thread_and_wait_blocks_until_a_request_fini
 }
 
 #[test]
+fn on_finish_comes_once_per_request_with_its_finish_reason() {
+    let model = lmrt::Model::open(model_path()).unwrap();
+    let mut ctx = context(&model, 256, 1);
+    let finished = std::sync::Mutex::new(Vec::new());
+    let mut engine = lmrt::Engine::new(&mut ctx, 2, 4).unwrap();
+    let mut ids = Vec::new();
+    for (i, (p, n)) in [
+        ("Once upon a time", 12),
+        ("The little dog", 40),
+        ("Lily", 8),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut r = lmrt::Request::new(p);
+        r.max_tokens = n;
+        let seen = &finished;
+        let on_finish = move |why: lmrt::FinishReason| seen.lock().unwrap().push((i, why));
+        let id = if i == 2 {
+            // No on_finish of its own: the engine's notification passes it by.
+            engine
+                .submit_request(&r, |_| ControlFlow::Continue(()))
+                .unwrap()
+        } else {
+            engine
+                .submit_request_with_finish(&r, |_| ControlFlow::Continue(()), on_finish)
+                .unwrap()
+        };
+        ids.push(id);
+    }
+    engine.step().unwrap();
+    assert!(
+        finished.lock().unwrap().is_empty(),
+        "nothing has finished after one step"
+    );
+    engine.cancel(ids[1]).unwrap();
+    engine.run().unwrap();
+    let mut got = finished.lock().unwrap().clone();
+    got.sort_by_key(|(i, _)| *i);
+    let first = engine.result(ids[0]).unwrap().finish_reason;
+    assert_ne!(first, lmrt::FinishReason::None);
+    assert_eq!(
+        got,
+        vec![(0, first), (1, lmrt::FinishReason::Cancelled)],
+        "each request with an on_finish reported once, with the reason its result gives"
+    );
+    assert_eq!(
+        engine.result(ids[1]).unwrap().finish_reason,
+        lmrt::FinishReason::Cancelled
+    );
+}
+
+#[test]
 fn engine_params_keep_or_drop_finished_prefixes() {
     let model = lmrt::Model::open(model_path()).unwrap();
     let params = lmrt::ContextParams {
