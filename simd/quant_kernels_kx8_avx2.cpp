@@ -102,6 +102,17 @@ struct Q4KScales {
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(h0, h1), 0xd8);
 }
 
+// A unit's 8 row factors: d, and the mins' -dmin (its sign bit flipped, as the standard kernels negate it).
+struct Q4KFactors {
+  __m256 d, ndmin;
+};
+
+[[gnu::always_inline]] inline Q4KFactors q4_kx8_factors(const uint8_t* unit) {
+  const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16)));
+  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))),
+          _mm256_xor_ps(_mm256_set1_ps(-0.0f), dmin)};
+}
+
 // acc (row r in lane r) += one unit's dot products with one token's Q8_K block.
 [[gnu::always_inline]] inline __m256 q4_kx8_unit_dot(const uint8_t* unit, const Q4KScales& sc, __m256 d, __m256 ndmin,
                                                      const BlockQ8_K& x, __m256 acc) {
@@ -156,11 +167,8 @@ void q4_kx8_groups_by_token(const uint8_t* w, size_t w_row_bytes, const uint8_t*
       __m256 acc = _mm256_setzero_ps();
       for (size_t b = 0; b < nb; ++b) {
         const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
-        // -dmin by flipping the sign bit, as the standard kernels negate it.
-        const __m256 ndmin = _mm256_xor_ps(
-            _mm256_set1_ps(-0.0f), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16))));
-        acc = q4_kx8_unit_dot(unit, q4_kx8_scales(unit), d, ndmin, xt[b], acc);
+        const Q4KFactors f = q4_kx8_factors(unit);
+        acc = q4_kx8_unit_dot(unit, q4_kx8_scales(unit), f.d, f.ndmin, xt[b], acc);
       }
       _mm256_storeu_ps(y + t * ldy + g * kKx8Rows, acc);
     }
@@ -177,14 +185,11 @@ void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
     for (size_t t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
-      // -dmin by flipping the sign bit, as the standard kernels negate it.
-      const __m256 ndmin = _mm256_xor_ps(_mm256_set1_ps(-0.0f),
-                                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 16))));
+      const Q4KFactors f = q4_kx8_factors(unit);
       const Q4KScales sc = q4_kx8_scales(unit);
       for (size_t t = 0; t < n_tok; ++t) {
         const auto* xt = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
-        acc[t] = q4_kx8_unit_dot(unit, sc, d, ndmin, xt[b], acc[t]);
+        acc[t] = q4_kx8_unit_dot(unit, sc, f.d, f.ndmin, xt[b], acc[t]);
       }
     }
     for (size_t t = 0; t < n_tok; ++t) _mm256_storeu_ps(y + t * ldy + g * kKx8Rows, acc[t]);
