@@ -12,6 +12,7 @@
 #include "runtime/model/llama_model.h"
 #include "runtime/util/aligned_buffer.h"
 #include "runtime/util/status.h"
+#include "runtime/util/tail_stealing.h"
 #include "runtime/util/thread_pool.h"
 #include "simd/kernels.h"
 
@@ -85,6 +86,9 @@ class LlamaGraph {
   // Batches of at most this many tokens split a matmul's rows as decode does (fixed shares, the next
   // dispatch's weights prefetched by whoever waits): their steps are bound by reading the weights too.
   static constexpr uint32_t kSmallBatch = 16;
+  // The rows of a unit of a share's tail in such a batch's matmul (a multiple of every repacked unit's rows; 64
+  // cost Q4_0x16's two-stream kernels 1.5 % on the 110m shape).
+  static constexpr size_t kStealRows = 128;
   // A query run (GraphBatch::query_run) of at least this many tokens attends in tiles of
   // simd::kAttendQueries queries, each key and value row read once per tile (a prompt, or a prompt
   // chunk after cells its sequence already holds); shorter ones, decode steps among them, token by
@@ -242,7 +246,8 @@ class LlamaGraph {
   uint32_t n_vocab_ = 0;
   bool logits_all_ = false;
   size_t n_threads_ = 1;
-  uint32_t q_dim_ = 0;  // n_head * head_dim: the row of q_ and att_out_
+  TailStealing stealing_{1};  // the shares of a small batch's matmul dispatch, n_threads_ of them
+  uint32_t q_dim_ = 0;        // n_head * head_dim: the row of q_ and att_out_
 
   AlignedBuffer<float> x_;        // residual stream [n_batch][n_embd]
   AlignedBuffer<float> xn_;       // normalised input [n_batch][n_embd]
