@@ -33,6 +33,7 @@ Status Context::create(const LlamaModel& model, const ContextParams& in, std::un
   gp.logits_all = p.logits_all;
   gp.n_threads = p.n_threads;
   gp.isa = p.isa.value_or(simd::best_isa());
+  if (p.steal_from_bytes) gp.steal_from_bytes = *p.steal_from_bytes;
   if (!simd::isa_available(gp.isa))
     return Error(Code::unsupported, std::string("this CPU or build cannot run ") + simd::isa_name(gp.isa) + " kernels");
   LMRT_RETURN_IF_ERROR(LlamaGraph::create(model, gp, &c->graph_));

@@ -21,7 +21,8 @@ struct ContextParams {
   uint32_t n_threads = 0;  // 0: online CPUs
   KvType kv_type = KvType::f16;
   bool logits_all = false;
-  std::optional<simd::Isa> isa;  // unset: the best this CPU runs (or $LMRT_ISA)
+  std::optional<simd::Isa> isa;            // unset: the best this CPU runs (or $LMRT_ISA)
+  std::optional<size_t> steal_from_bytes;  // unset: GraphParams' default (tests take 0)
 };
 
 class Context {

@@ -24,6 +24,9 @@ struct GraphParams {
   bool logits_all = false;
   size_t n_threads = 1;  // threads of the pool forward() will be given
   simd::Isa isa = simd::Isa::scalar;
+  // A small batch's matmul lets threads steal the tail of shares of at least this many bytes of weights
+  // (LlamaGraph::matmul says why 1 MiB; tests take 0, so that the small models' shares have tails too).
+  size_t steal_from_bytes = size_t{1} << 20;
 };
 
 // The arena slots one token attends to, its own included, in position order.
@@ -89,6 +92,7 @@ class LlamaGraph {
   // The rows of a unit of a share's tail in such a batch's matmul (a multiple of every repacked unit's rows; 64
   // cost Q4_0x16's two-stream kernels 1.5 % on the 110m shape).
   static constexpr size_t kStealRows = 128;
+
   // A query run (GraphBatch::query_run) of at least this many tokens attends in tiles of
   // simd::kAttendQueries queries, each key and value row read once per tile (a prompt, or a prompt
   // chunk after cells its sequence already holds); shorter ones, decode steps among them, token by
@@ -246,8 +250,9 @@ class LlamaGraph {
   uint32_t n_vocab_ = 0;
   bool logits_all_ = false;
   size_t n_threads_ = 1;
-  TailStealing stealing_{1};  // the shares of a small batch's matmul dispatch, n_threads_ of them
-  uint32_t q_dim_ = 0;        // n_head * head_dim: the row of q_ and att_out_
+  TailStealing stealing_{1};     // the shares of a small batch's matmul dispatch, n_threads_ of them
+  size_t steal_from_bytes_ = 0;  // GraphParams::steal_from_bytes
+  uint32_t q_dim_ = 0;           // n_head * head_dim: the row of q_ and att_out_
 
   AlignedBuffer<float> x_;        // residual stream [n_batch][n_embd]
   AlignedBuffer<float> xn_;       // normalised input [n_batch][n_embd]

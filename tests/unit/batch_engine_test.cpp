@@ -189,6 +189,7 @@ struct InvarianceCase {
   simd::Isa isa;
   uint32_t threads;
   uint32_t max_sequences;
+  bool steal_tails = false;  // every share of a small batch's matmul has a tail to steal, however small
 };
 
 class BatchEngineInvariance : public testing::TestWithParam<InvarianceCase> {};
@@ -203,9 +204,10 @@ TEST_P(BatchEngineInvariance, TwoFiveAndEightRequestsGetWhatTheyGetAlone) {
   const InvarianceCase c = GetParam();
   if (!simd::isa_available(c.isa)) GTEST_SKIP() << simd::isa_name(c.isa) << " is not available here";
   Loaded l = load(c.model);
-  const ContextParams cp = context_params(512, c.threads, c.isa);
+  ContextParams cp = context_params(512, c.threads, c.isa);
   std::vector<GenerateResult> expected;
   for (const Ask& a : kEightAsks) expected.push_back(alone(l, a, cp));
+  if (c.steal_tails) cp.steal_from_bytes = 0;
   for (size_t n : {2u, 5u, 8u}) {
     SCOPED_TRACE("requests=" + std::to_string(n));
     std::unique_ptr<Context> ctx;
@@ -239,6 +241,15 @@ std::vector<InvarianceCase> invariance_cases() {
       v.push_back({"quant/base-Q4_K_M.gguf", isa, threads, 8});
     }
   }
+  // The test models' shares are far below the 1 MiB from which a share's tail may be stolen: these take it
+  // from 0, so rows are computed by the thread that steals them, in one-stream units.
+  for (uint32_t threads : {2u, 3u}) {
+    v.push_back({"TinyStories-656K-Q8_0.gguf", simd::Isa::scalar, threads, 8, true});
+    for (simd::Isa isa : {simd::Isa::avx2, simd::Isa::avx512}) {
+      v.push_back({"quant/base-Q4_0.gguf", isa, threads, 8, true});
+      v.push_back({"quant/base-Q4_K_M.gguf", isa, threads, 8, true});
+    }
+  }
   return v;
 }
 
@@ -249,7 +260,7 @@ INSTANTIATE_TEST_SUITE_P(ModelsIsasAndThreads, BatchEngineInvariance, testing::V
                            for (char& ch : name)
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name + "_" + simd::isa_name(i.param.isa) + "_" + std::to_string(i.param.threads) +
-                                  "threads";
+                                  "threads" + (i.param.steal_tails ? "_stealing" : "");
                          });
 
 TEST(BatchEngine, RequestsSubmittedWhileOthersRunAndACancel) {
