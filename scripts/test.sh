@@ -43,7 +43,7 @@ cmake --build "$root/build-tsan" -j "$jobs" --target lmrt_tests
 echo "== TSan tests"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   "$root/build-tsan/tests/lmrt_tests" --gtest_brief=1 \
-  --gtest_filter='Threads.*:CApi.*:ThreadsAndKv/*:ThreadPool*:Plugin*Thread*:*TwoThreads*:DecodeAlloc*:PluginGeneration.*'
+  --gtest_filter='Threads.*:CApi.*:ThreadsAndKv/*:ThreadPool*:TailStealing.*:*BatchEngineInvariance*_stealing:Plugin*Thread*:*TwoThreads*:DecodeAlloc*:PluginGeneration.*'
 
 echo "== fuzzing: each libFuzzer target for ${LMRT_FUZZ_SECONDS:-20} s (scripts/fuzz.sh)"
 "$root/scripts/fuzz.sh" "$root/build-fuzz"

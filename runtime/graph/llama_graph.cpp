@@ -70,7 +70,6 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
   g->n_vocab_ = hp.n_vocab;
   g->logits_all_ = params.logits_all;
   g->n_threads_ = std::max<size_t>(1, params.n_threads);
-  g->stealing_ = TailStealing(g->n_threads_);
   g->steal_from_bytes_ = params.steal_from_bytes;
   g->q_dim_ = hp.q_dim();
 
@@ -86,7 +85,8 @@ Status LlamaGraph::create(const LlamaModel& model, const GraphParams& params, st
             g->rope_cs_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim) &&
             (hp.rope_freq_base_local == 0.0f ||
              g->rope_cs_local_.allocate(static_cast<size_t>(params.n_ctx) * hp.rope_dim)) &&
-            g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab);
+            g->logits_.allocate(std::max<size_t>(params.logits_all ? nb : 1, kMaxLogitRows) * hp.n_vocab) &&
+            g->stealing_.allocate(g->n_threads_);
   // Q8_K input only when some weight's kernel takes it (row lengths are then multiples of 256).
   bool any_q8_k = false;
   auto takes_q8_k = [&](const WeightView& w) {

@@ -250,7 +250,7 @@ class LlamaGraph {
   uint32_t n_vocab_ = 0;
   bool logits_all_ = false;
   size_t n_threads_ = 1;
-  TailStealing stealing_{1};     // the shares of a small batch's matmul dispatch, n_threads_ of them
+  TailStealing stealing_;        // the shares of a small batch's matmul dispatch, n_threads_ of them
   size_t steal_from_bytes_ = 0;  // GraphParams::steal_from_bytes
   uint32_t q_dim_ = 0;           // n_head * head_dim: the row of q_ and att_out_
 

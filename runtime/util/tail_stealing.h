@@ -9,12 +9,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 
 namespace lmrt {
 
 class TailStealing {
  public:
-  explicit TailStealing(size_t max_threads) : ranges_(new Range[max_threads]), max_threads_(max_threads) {}
+  TailStealing() = default;  // for no threads until allocate()
+  // Room for max_threads shares; false when it cannot be allocated.
+  bool allocate(size_t max_threads) {
+    ranges_.reset(new (std::nothrow) Range[max_threads]);
+    max_threads_ = ranges_ != nullptr ? max_threads : 0;
+    return ranges_ != nullptr;
+  }
 
   size_t max_threads() const { return max_threads_; }
 

@@ -21,7 +21,8 @@ std::vector<std::pair<size_t, size_t>> drain(TailStealing& s, size_t thread) {
 }
 
 TEST(TailStealing, OwnShareFromTheFrontThenTheLongestShareFromTheBack) {
-  TailStealing s(4);
+  TailStealing s;
+  ASSERT_TRUE(s.allocate(4));
   const size_t units[] = {3, 2, 4};
   s.reset(3, [&](size_t t) { return units[t]; });
   const std::vector<std::pair<size_t, size_t>> want = {
@@ -37,7 +38,8 @@ TEST(TailStealing, OwnShareFromTheFrontThenTheLongestShareFromTheBack) {
 }
 
 TEST(TailStealing, EmptySharesAndAResetStartOver) {
-  TailStealing s(3);
+  TailStealing s;
+  ASSERT_TRUE(s.allocate(3));
   s.reset(3, [](size_t t) { return t == 1 ? size_t{2} : size_t{0}; });
   const std::vector<std::pair<size_t, size_t>> want = {{1, 1}, {1, 0}};
   EXPECT_EQ(drain(s, 2), want);
@@ -50,7 +52,8 @@ TEST(TailStealing, EmptySharesAndAResetStartOver) {
 
 TEST(TailStealing, RacingThreadsTakeEveryUnitOnceAndALateThreadsTail) {
   constexpr size_t kThreads = 4, kUnits = 5000;
-  TailStealing s(kThreads);
+  TailStealing s;
+  ASSERT_TRUE(s.allocate(kThreads));
   for (int round = 0; round < 20; ++round) {
     s.reset(kThreads, [](size_t t) { return kUnits + t; });
     std::vector<std::vector<std::pair<size_t, size_t>>> got(kThreads);
