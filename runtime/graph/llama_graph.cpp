@@ -211,6 +211,7 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
     const size_t n_threads = pool.size();
     struct Share {
       size_t r0, head, r1, units;  // rows [r0, head) in one unit, [head, r1) in units of kStealRows
+      bool has_head() const { return head > r0; }
     };
     auto share = [&](size_t thread, size_t i) {
       const auto [r0, r1] = decode_rows(targets[i].w->n_rows, thread, n_threads);
@@ -218,8 +219,9 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
       const size_t tail = rows * targets[i].w->row_bytes < steal_from_bytes_
                               ? 0
                               : std::min(rows, (rows / 4 + kStealRows - 1) / kStealRows * kStealRows);
-      const size_t head = r1 - tail;
-      return Share{r0, head, r1, (head > r0 ? 1 : 0) + (tail + kStealRows - 1) / kStealRows};
+      Share sh{r0, r1 - tail, r1, (tail + kStealRows - 1) / kStealRows};
+      if (sh.has_head()) ++sh.units;
+      return sh;
     };
     stealing_.reset(n_threads, [&](size_t thread) {
       size_t units = 0;
@@ -233,10 +235,10 @@ void LlamaGraph::matmul(const MatmulTarget* targets, size_t count, uint32_t n_to
             size_t i = 0;
             Share sh = share(owner, 0);
             for (; unit >= sh.units; sh = share(owner, ++i)) unit -= sh.units;
-            if (sh.head > sh.r0 && unit == 0) {
+            if (sh.has_head() && unit == 0) {
               matmul_rows(targets[i], in, sh.r0, sh.head);
             } else {
-              const size_t r = sh.head + (unit - (sh.head > sh.r0 ? 1 : 0)) * kStealRows;
+              const size_t r = sh.head + (unit - (sh.has_head() ? 1 : 0)) * kStealRows;
               matmul_rows(targets[i], in, r, std::min(r + kStealRows, sh.r1));
             }
           }
