@@ -1,7 +1,8 @@
-// Versions and the names of statuses and finish reasons.
+// Versions, the kernels' instruction set and the names of statuses and finish reasons.
 #include "abi/api_support.h"
 #include "lmrt/lmrt.h"
 #include "runtime/generate/generator.h"
+#include "simd/kernels.h"
 
 using lmrt::Code;
 using lmrt::Status;
@@ -12,6 +13,7 @@ extern "C" {
 uint32_t lmrt_abi_version(void) { return LMRT_ABI_VERSION; }
 uint32_t lmrt_version_number(void) { return LMRT_VERSION_NUMBER; }
 const char* lmrt_version_string(void) { return LMRT_VERSION_STRING; }
+const char* lmrt_isa(void) { return lmrt::simd::isa_name(lmrt::simd::best_isa()); }
 
 const char* lmrt_status_str(lmrt_status status) {
   switch (status) {

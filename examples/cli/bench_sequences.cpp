@@ -113,6 +113,7 @@ int bench_sequences(lmrt_model* model, const std::vector<uint32_t>& counts, uint
     cli::print_error("bench", "the synthetic prompt needs a vocabulary of more than 259 tokens");
     return 1;
   }
+  if (!json) std::printf("isa=%s threads=%u P=%u G=%u reps=%u\n", lmrt_isa(), threads, p, g, reps);
   double base_tps = 0;
   for (uint32_t n : counts) {
     // One arena for all the sequences: N * (P + G), rounded up to 256 like the peer's per sequence.
@@ -147,9 +148,9 @@ int bench_sequences(lmrt_model* model, const std::vector<uint32_t>& counts, uint
     if (base_tps == 0) base_tps = a;
     if (json) {
       std::printf(
-          "{\"sequences\":%u,\"threads\":%u,\"P\":%u,\"G\":%u,\"reps\":%u,\"aggregate_decode_tps\":%.2f,"
-          "\"per_sequence_decode_tps\":%.2f,\"ttft_ms\":%.2f,\"step_ms\":%.3f}\n",
-          n, threads, p, g, reps, a, a / n, median(ttft), median(step));
+          "{\"sequences\":%u,\"threads\":%u,\"P\":%u,\"G\":%u,\"reps\":%u,\"isa\":\"%s\","
+          "\"aggregate_decode_tps\":%.2f,\"per_sequence_decode_tps\":%.2f,\"ttft_ms\":%.2f,\"step_ms\":%.3f}\n",
+          n, threads, p, g, reps, lmrt_isa(), a, a / n, median(ttft), median(step));
     } else {
       std::printf(
           "sequences %2u: aggregate decode %8.1f tok/s (x%.2f)  per sequence %7.1f tok/s  ttft %8.1f ms  "

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -212,6 +213,10 @@ int cmd_bench(int argc, char** argv) {
   po.shared = static_cast<uint32_t>(shared);
   if (!counts.empty()) po.sequences = counts.front();
   po.json = args.has("json");
+  // A forced LMRT_ISA this CPU does not run is ignored by the library: say so, or a table would name the wrong ISA.
+  if (const char* forced = std::getenv("LMRT_ISA"); forced != nullptr && std::strcmp(forced, lmrt_isa()) != 0)
+    std::fprintf(stderr, "lmrt bench: LMRT_ISA=%s is not an instruction set this CPU runs; running %s\n", forced,
+                 lmrt_isa());
   const std::string path = cli::model_path(args);
   const auto t_load = Clock::now();
   lmrt_model* model = cli::open_model(path);
@@ -273,7 +278,7 @@ int cmd_bench(int argc, char** argv) {
   const double kv_bytes = 2.0 * 2.0 * info.n_layer * cp.n_ctx * head_dim * info.n_head_kv;  // K and V, F16
   const double rss = peak_rss_mib();
   const double file_mib = static_cast<double>(info.file_bytes) / (1024.0 * 1024.0);
-  const char* isa = std::getenv("LMRT_ISA");
+  const char* isa = lmrt_isa();
   if (args.has("json")) {
     std::string ids;
     for (int32_t id : runs[0].ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
@@ -281,11 +286,11 @@ int cmd_bench(int argc, char** argv) {
         "{\"model\":%s,\"threads\":%lld,\"P\":%lld,\"G\":%lld,\"reps\":%lld,\"isa\":%s,\"load_ms\":%.2f,"
         "\"prefill_tps_median\":%.2f,\"decode_tps_median\":%.2f,\"peak_rss_mib\":%.1f,\"file_mib\":%.1f,"
         "\"kv_mib\":%.1f,\"ids\":[%s]}\n",
-        cli::json_string(path).c_str(), threads, p, g, reps, cli::json_string(isa ? isa : "auto").c_str(), load_ms,
-        median(pre), median(dec), rss, file_mib, kv_bytes / (1024.0 * 1024.0), ids.c_str());
+        cli::json_string(path).c_str(), threads, p, g, reps, cli::json_string(isa).c_str(), load_ms, median(pre),
+        median(dec), rss, file_mib, kv_bytes / (1024.0 * 1024.0), ids.c_str());
   } else {
     std::printf("model %s (%.1f MiB)  threads=%lld P=%lld G=%lld reps=%lld ctx=%u isa=%s\n", path.c_str(), file_mib,
-                threads, p, g, reps, cp.n_ctx, isa ? isa : "auto");
+                threads, p, g, reps, cp.n_ctx, isa);
     std::printf("load ms: %.1f\n", load_ms);
     for (size_t i = 0; i < runs.size(); ++i)
       std::printf("rep %zu: prefill %.1f tok/s   decode %.1f tok/s\n", i, runs[i].prefill_tps, runs[i].decode_tps);

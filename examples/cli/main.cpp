@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   if (cmd == "kld") return cmd_kld(argc, argv);
   if (cmd == "serve") return cmd_serve(argc, argv);
   if (cmd == "version" || cmd == "--version") {
-    std::printf("lmrt %s (ABI %u)\n", lmrt_version_string(), lmrt_abi_version());
+    std::printf("lmrt %s (ABI %u), %s kernels\n", lmrt_version_string(), lmrt_abi_version(), lmrt_isa());
     return 0;
   }
   cli::print_error("unknown command '" + cmd + "'", "see 'lmrt --help'");

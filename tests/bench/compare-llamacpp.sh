@@ -129,7 +129,7 @@ run_engine() {
   json=$("$@")
   measure_bw "$t"
   jq -c --arg kind "$kind" --arg m "$m" --argjson b "$before" --argjson a "$bw_after" \
-    '{kind:$kind, model:$m, threads, P, prefill:.prefill_tps_median, decode:.decode_tps_median,
+    '{kind:$kind, model:$m, threads, P, isa, prefill:.prefill_tps_median, decode:.decode_tps_median,
       rss:(.peak_rss_mib // .rss_mib), file_mib, kv_mib, bw:(($b + $a) / 2)}' <<< "$json" >> "$out"
 }
 # lmrt_json ISA FILE ARGS...: one `lmrt bench --json` process, forced to ISA unless it is "native".

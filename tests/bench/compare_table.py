@@ -48,12 +48,18 @@ def kv_bytes_per_token(s, context):
     return s["kv_bytes_per_position_per_layer"] * ((s["n_layer"] - windowed) * context + windowed * min(context, window))
 
 
+def ran(kind):
+    """The kernels lmrt reported running for `kind` (bench --json "isa"; older files: none)."""
+    isas = sorted({r["isa"] for r in rows if r["kind"] == kind and r.get("isa")})
+    return f" Kernels run: {', '.join(i.upper() for i in isas)}." if isas else ""
+
+
 def table(kind, title):
     """One row per (model, threads, P): lmrt rows of `kind` against llama.cpp on the standard file."""
     if not any(r["kind"] == kind for r in rows):
         return
     print()
-    print(title)
+    print(title + ran(kind))
     print()
     print("| model | threads | P | prefill lmrt | prefill llama.cpp | ratio | decode lmrt | decode llama.cpp | ratio "
           "| roofline lmrt | roofline llama.cpp | peak RSS lmrt MiB (budget) | RSS llama.cpp MiB |")

@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 #include <lmrt/lmrt.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "c_api_fixture.h"
 #include "runtime/util/utf8.h"
+#include "simd/kernels.h"
 #include "test_support.h"
 
 namespace {
@@ -390,6 +392,36 @@ TEST(CApi, VersionsAndStatusStrings) {
                                                     std::to_string(LMRT_VERSION_PATCH));
   for (int s = 0; s <= LMRT_ERR_BUFFER_TOO_SMALL; ++s)
     EXPECT_STRNE(lmrt_status_str(static_cast<lmrt_status>(s)), "unknown status") << s;
+}
+
+// lmrt_isa names the kernels a context created now runs: the most capable set this CPU has, or the one
+// LMRT_ISA names when the CPU has it; an unknown or unavailable name changes nothing.
+TEST(CApi, IsaIsTheBestThisCpuRunsOrTheOneLmrtIsaForces) {
+  using lmrt::simd::Isa;
+  const char* saved = std::getenv("LMRT_ISA");
+  const std::string restore = saved != nullptr ? saved : "";
+  unsetenv("LMRT_ISA");
+  const std::string best = lmrt_isa();
+  std::string expected = "scalar";
+  for (Isa isa : {Isa::avx512, Isa::avx2vnni, Isa::avx2, Isa::neon})
+    if (lmrt::simd::isa_available(isa)) {
+      expected = lmrt::simd::isa_name(isa);
+      break;
+    }
+  EXPECT_EQ(best, expected);
+  for (Isa isa : lmrt::simd::kAllIsas) {
+    const char* name = lmrt::simd::isa_name(isa);
+    setenv("LMRT_ISA", name, 1);
+    EXPECT_EQ(std::string(lmrt_isa()), lmrt::simd::isa_available(isa) ? std::string(name) : best) << name;
+  }
+  setenv("LMRT_ISA", "scalar", 1);
+  EXPECT_STREQ(lmrt_isa(), "scalar");  // always available
+  setenv("LMRT_ISA", "avx9000", 1);
+  EXPECT_EQ(std::string(lmrt_isa()), best);
+  if (saved != nullptr)
+    setenv("LMRT_ISA", restore.c_str(), 1);
+  else
+    unsetenv("LMRT_ISA");
 }
 
 }  // namespace

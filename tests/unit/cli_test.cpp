@@ -1,9 +1,11 @@
 // The lmrt command-line tool, run as a user would.
 #include <gtest/gtest.h>
+#include <lmrt/lmrt.h>
 #include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -67,6 +69,34 @@ TEST(Cli, InfoAndTokenize) {
   CliRun tok = run_cli("tokenize -m " + model("stories260K.gguf") + " -p 'Once upon a time'");
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
   EXPECT_EQ(tok.out.rfind("1 ", 0), 0u) << tok.out;  // BOS first
+}
+
+// bench names the kernels it ran in both of its tables (lmrt_isa), and says when LMRT_ISA was not honoured.
+TEST(Cli, BenchNamesTheIsaItRan) {
+  const char* saved = std::getenv("LMRT_ISA");
+  const std::string restore = saved != nullptr ? saved : "";
+  const std::string m = model("stories260K.gguf");
+  setenv("LMRT_ISA", "scalar", 1);
+  CliRun one = run_cli("bench -m " + m + " -t 1 -p 4 -n 4 --reps 1 --json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("\"isa\":\"scalar\""), std::string::npos) << one.out;
+  EXPECT_EQ(one.err.find("LMRT_ISA"), std::string::npos) << one.err;
+  CliRun seqs = run_cli("bench -m " + m + " -t 1 -p 4 -n 4 --reps 1 --sequences 1,2");
+  ASSERT_EQ(seqs.exit_code, 0) << seqs.err;
+  EXPECT_EQ(seqs.out.rfind("isa=scalar ", 0), 0u) << seqs.out;
+  unsetenv("LMRT_ISA");
+  const std::string best = lmrt_isa();
+  setenv("LMRT_ISA", "avx9000", 1);
+  CliRun bogus = run_cli("bench -m " + m + " -t 1 -p 4 -n 4 --reps 1 --sequences 2 --json");
+  ASSERT_EQ(bogus.exit_code, 0) << bogus.err;
+  EXPECT_NE(bogus.out.find("\"isa\":\"" + best + "\""), std::string::npos) << bogus.out;
+  EXPECT_NE(bogus.err.find("LMRT_ISA=avx9000 is not an instruction set this CPU runs; running " + best),
+            std::string::npos)
+      << bogus.err;
+  if (saved != nullptr)
+    setenv("LMRT_ISA", restore.c_str(), 1);
+  else
+    unsetenv("LMRT_ISA");
 }
 
 // Every tensor type of llama.cpp's Q3_K_M file, by name (../shared/models/quant/types.tsv).

@@ -60,6 +60,11 @@ LMRT_API uint32_t lmrt_abi_version(void);
 LMRT_API uint32_t lmrt_version_number(void);
 /* The library's version as "major.minor.patch"; a static string. */
 LMRT_API const char* lmrt_version_string(void);
+/* The instruction set whose kernels a model or context created now runs on this CPU: "avx512",
+ * "avx2vnni", "avx2", "neon" or "scalar". It is the best this CPU has, or the one the environment
+ * variable LMRT_ISA names when this CPU has it (an unknown or unavailable LMRT_ISA is ignored, so
+ * compare the two to tell). A static string, never NULL. */
+LMRT_API const char* lmrt_isa(void);
 
 /* ---- status codes -------------------------------------------------------------------------- */
 

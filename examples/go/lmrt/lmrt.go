@@ -56,6 +56,10 @@ func CheckABI() error {
 	return nil
 }
 
+// ISA names the instruction set whose kernels a model or context made now runs: "avx512", "avx2vnni",
+// "avx2", "neon" or "scalar" (the best this CPU has, or the one LMRT_ISA names when the CPU has it).
+func ISA() string { return C.GoString(C.lmrt_isa()) }
+
 // Model is an open model. It may be used by any number of goroutines and contexts at once; close
 // it after every Context made from it is closed.
 type Model struct {

@@ -68,6 +68,14 @@ func TestEveryPublicStructHasTheReleasedLayout(t *testing.T) {
 	}
 }
 
+func TestISANamesOneOfTheKernelSets(t *testing.T) {
+	switch isa := ISA(); isa {
+	case "avx512", "avx2vnni", "avx2", "neon", "scalar":
+	default:
+		t.Fatalf("ISA() = %q", isa)
+	}
+}
+
 func TestOpeningAMissingFileIsAnIOError(t *testing.T) {
 	_, err := Open("/nonexistent/model.gguf")
 	var e *Error

@@ -87,6 +87,13 @@ pub fn version() -> String {
     unsafe { cstr(sys::lmrt_version_string()) }
 }
 
+/// The instruction set whose kernels a model or context made now runs: "avx512", "avx2vnni", "avx2",
+/// "neon" or "scalar" (the best this CPU has, or the one `LMRT_ISA` names when the CPU has it).
+pub fn isa() -> String {
+    // SAFETY: a static string.
+    unsafe { cstr(sys::lmrt_isa()) }
+}
+
 /// An open model. Immutable and shareable: any number of threads and contexts may use it at once.
 pub struct Model {
     raw: NonNull<sys::lmrt_model>,

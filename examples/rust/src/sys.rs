@@ -215,6 +215,7 @@ pub type lmrt_token_callback =
 extern "C" {
     pub fn lmrt_abi_version() -> u32;
     pub fn lmrt_version_string() -> *const c_char;
+    pub fn lmrt_isa() -> *const c_char;
     pub fn lmrt_status_str(status: lmrt_status) -> *const c_char;
     pub fn lmrt_finish_reason_str(reason: u32) -> *const c_char;
 

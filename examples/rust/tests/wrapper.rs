@@ -12,6 +12,16 @@ fn context(model: &lmrt::Model, n_ctx: u32, n_threads: u32) -> lmrt::Context<'_>
 }
 
 #[test]
+fn isa_names_one_of_the_kernel_sets() {
+    let isa = lmrt::isa();
+    assert!(["avx512", "avx2vnni", "avx2", "neon", "scalar"].contains(&isa.as_str()), "{isa}");
+    #[cfg(target_arch = "aarch64")]
+    assert!(isa == "neon" || isa == "scalar", "{isa}");
+    #[cfg(target_arch = "x86_64")]
+    assert_ne!(isa, "neon");
+}
+
+#[test]
 fn a_missing_file_is_an_io_error_with_its_name() {
     let err = lmrt::Model::open("/nonexistent/model.gguf")
         .err()
