@@ -1,14 +1,9 @@
 #include "tools/gguf_writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 #include <string_view>
+
+#include "runtime/util/file_replacer.h"
 
 namespace lmrt {
 
@@ -25,23 +20,6 @@ void put_str(std::string& out, std::string_view s) {
   put<uint64_t>(out, s.size());
   out += s;
 }
-
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
-Status io_error(const std::string& what, const std::string& path) {
-  return Error(Code::io, what + " " + path + ": " + std::strerror(errno));
-}
-
-// Removes the temporary file unless the write got as far as renaming it.
-struct TempFileRemover {
-  std::string path;
-  bool armed = true;
-  ~TempFileRemover() {
-    if (armed) std::remove(path.c_str());
-  }
-};
 
 }  // namespace
 
@@ -183,29 +161,9 @@ Status GgufWriter::write(const std::string& path, const FillFn& fill) const {
   }
   head.append((alignment_ - head.size() % alignment_) % alignment_, '\0');
 
-  // The rename may replace only a regular file (never /dev/full, a folder, a FIFO or what a
-  // symlink points at that is not a regular file).
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)))
-    return Error(Code::invalid_argument,
-                 "the output '" + path + "' exists and is not a regular file; it is never replaced");
-  const std::string tmp = path + ".tmp";
-  // O_EXCL | O_NOFOLLOW: never write through, or later remove, a file that was already there.
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      return Error(Code::io,
-                   "the temporary file '" + tmp +
-                       "' already exists (left by an interrupted write?); remove it or choose another output");
-    return io_error("cannot create", tmp);
-  }
-  TempFileRemover remover{tmp};  // declared before the FILE so it runs after fclose
-  std::unique_ptr<std::FILE, FileCloser> f(::fdopen(fd, "wb"));
-  if (!f) {
-    ::close(fd);
-    return io_error("cannot create", tmp);
-  }
-  if (std::fwrite(head.data(), 1, head.size(), f.get()) != head.size()) return io_error("cannot write", tmp);
+  FileReplacer out;
+  LMRT_RETURN_IF_ERROR(out.open(path));
+  LMRT_RETURN_IF_ERROR(out.write(head.data(), head.size()));
   std::vector<uint8_t> buf;
   const std::vector<char> zeros(alignment_, 0);
   for (size_t i = 0; i < tensors_.size(); ++i) {
@@ -216,14 +174,10 @@ Status GgufWriter::write(const std::string& path, const FillFn& fill) const {
       return Error(Code::out_of_memory, "cannot buffer tensor " + tensors_[i].name);
     }
     LMRT_RETURN_IF_ERROR(fill(i, buf.data(), bytes));
-    if (std::fwrite(buf.data(), 1, bytes, f.get()) != bytes) return io_error("cannot write", tmp);
-    const size_t pad = (alignment_ - bytes % alignment_) % alignment_;
-    if (std::fwrite(zeros.data(), 1, pad, f.get()) != pad) return io_error("cannot write", tmp);
+    LMRT_RETURN_IF_ERROR(out.write(buf.data(), bytes));
+    LMRT_RETURN_IF_ERROR(out.write(zeros.data(), (alignment_ - bytes % alignment_) % alignment_));
   }
-  if (std::fclose(f.release()) != 0) return io_error("cannot close", tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return io_error("cannot rename to", path);
-  remover.armed = false;
-  return Status::Ok();
+  return out.commit();
 }
 
 }  // namespace lmrt

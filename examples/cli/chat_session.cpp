@@ -1,10 +1,11 @@
 // The conversation of `lmrt chat`: messages, prompt ids per turn, generation, save and load.
 #include "chat_session.h"
 
-#include <filesystem>
-#include <fstream>
+#include <sys/stat.h>
+
 #include <vector>
 
+#include "runtime/util/file_replacer.h"
 #include "sampling_options.h"
 
 namespace cli {
@@ -82,23 +83,13 @@ bool ChatSession::reply(const std::string& user_text, const lmrt_generate_reques
   return true;
 }
 
-bool ChatSession::save(const std::string& path, bool overwrite, std::string* error) const {
-  std::error_code ec;
-  if (!overwrite && std::filesystem::exists(path, ec)) {
-    *error = "'" + path + "' exists; /save! " + path + " replaces it";
-    return false;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << messages_.dump(2) << "\n";
-  out.close();
-  if (!out) {
-    *error = "cannot write '" + path + "'";
-    return false;
-  }
-  return true;
-}
+namespace {
 
-bool ChatSession::load(const std::string& path, std::string* error) {
+// Larger is no conversation /save wrote (and a model is not read whole to find that out).
+constexpr off_t kMaxTranscriptBytes = off_t{256} << 20;
+
+// The messages of a file that /save wrote (or {"messages": [...]}): every one an object with a string "role".
+bool read_transcript(const std::string& path, nlohmann::ordered_json* messages, std::string* error) {
   std::string text;
   if (!read_text_file(path, &text)) {
     *error = "cannot read '" + path + "'";
@@ -121,6 +112,37 @@ bool ChatSession::load(const std::string& path, std::string* error) {
       *error = "'" + path + "': every message must be an object with a string \"role\"";
       return false;
     }
+  *messages = std::move(j);
+  return true;
+}
+
+}  // namespace
+
+bool ChatSession::save(const std::string& path, bool overwrite, std::string* error) const {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {  // anything there, a dangling link too
+    if (!overwrite) {
+      *error = "'" + path + "' exists; /save! " + path + " replaces it";
+      return false;
+    }
+    // /save! replaces a saved conversation, never a model, a folder, a FIFO or another file of the user's.
+    nlohmann::ordered_json old;
+    std::string why;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxTranscriptBytes ||
+        !read_transcript(path, &old, &why)) {
+      *error = "'" + path + "' is not a saved conversation; /save! replaces only those";
+      return false;
+    }
+  }
+  const std::string text = messages_.dump(2) + "\n";
+  const lmrt::Status s = lmrt::replace_file(path, text.data(), text.size());
+  if (!s.ok()) *error = s.message();
+  return s.ok();
+}
+
+bool ChatSession::load(const std::string& path, std::string* error) {
+  nlohmann::ordered_json j;
+  if (!read_transcript(path, &j, error)) return false;
   messages_ = std::move(j);
   return true;
 }

@@ -9,6 +9,7 @@
 
 #include "cli_common.h"
 #include "logits_file.h"
+#include "runtime/util/same_file.h"
 
 int cmd_logits(int argc, char** argv) {
   cli::Args args;
@@ -44,6 +45,10 @@ int cmd_logits(int argc, char** argv) {
   long long threads = 0;
   if (args.has("threads") && !cli::parse_int(args.get("threads"), 1, 1024, &threads)) {
     cli::print_error("logits", "-t must be a number of threads from 1 to 1024");
+    return 2;
+  }
+  if (const lmrt::Status s = lmrt::check_output_is_not_input(cli::model_path(args), args.get("output")); !s.ok()) {
+    cli::print_error("logits", s.message());
     return 2;
   }
   lmrt_model* model = cli::open_model(cli::model_path(args));

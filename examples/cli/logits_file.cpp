@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "runtime/util/file_replacer.h"
+
 namespace cli {
 
 bool write_logits_file(const std::string& path, const std::vector<float>& values, std::string* error) {
@@ -14,14 +16,10 @@ bool write_logits_file(const std::string& path, const std::vector<float>& values
     std::memcpy(&bits, &values[i], 4);
     for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<char>((bits >> (8 * b)) & 0xFF);
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    *error = "cannot write '" + path + "'";
-    return false;
-  }
-  return true;
+  // Never through a link, over a folder, FIFO or device, or leaving a partial file (file_replacer.h).
+  const lmrt::Status s = lmrt::replace_file(path, bytes.data(), bytes.size());
+  if (!s.ok()) *error = s.message();
+  return s.ok();
 }
 
 bool read_logits_file(const std::string& path, std::vector<float>* values, std::string* error) {

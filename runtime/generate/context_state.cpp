@@ -10,6 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/util/file_replacer.h"
+
 namespace lmrt {
 
 namespace {
@@ -113,37 +115,7 @@ Status save_context_state_file(const Context& ctx, const ModelFingerprint& model
   std::vector<uint8_t> blob(context_state_size(ctx));
   size_t written = 0;
   LMRT_RETURN_IF_ERROR(save_context_state(ctx, model, blob.data(), blob.size(), &written));
-  const std::string tmp = path + ".tmp";
-  // O_EXCL | O_NOFOLLOW: never write through, or later remove, a file that was already there.
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      return Error(Code::io, "the temporary file '" + tmp + "' already exists (left by an interrupted save?)");
-    return io_error("cannot create", tmp);
-  }
-  size_t done = 0;
-  while (done < written) {
-    const ssize_t w = ::write(fd, blob.data() + done, written - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      Status s = io_error("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0) {
-    Status s = io_error("cannot close", tmp);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = io_error("cannot rename to", path);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return Status::Ok();
+  return replace_file(path, blob.data(), written);
 }
 
 Status load_context_state_file(Context& ctx, const ModelFingerprint& model, const std::string& path) {

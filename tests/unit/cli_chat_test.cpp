@@ -2,6 +2,7 @@
 // first turn's KV, /save and /load round-trip the messages, /reset clears them, a message with the
 // template's control-token text is tokenized as text, and a model without a template is refused.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +92,34 @@ TEST(CliChat, SaveLoadRoundTripsAndResetClears) {
 
   CliRun bad = chat("/load " + lmrt::test::write_temp_file("cli-chat-bad.json", "{\"messages\": [1]}") + "\n");
   EXPECT_NE(bad.err.find("every message must be an object"), std::string::npos) << bad.err;
+}
+
+// /save never creates what a dangling link points at; /save! replaces only a saved conversation (never a
+// model or another file of the user's, never through a link) and leaves no partial file.
+TEST(CliChat, SaveReplacesOnlyASavedConversation) {
+  const std::string nowhere = fresh_path("cli-chat-nowhere.json");
+  const std::string dangling = fresh_path("cli-chat-dangling.json");
+  ASSERT_EQ(::symlink(nowhere.c_str(), dangling.c_str()), 0);
+  const std::string users = lmrt::test::write_temp_file("cli-chat-users.txt", "the user's notes");
+  const std::string link = fresh_path("cli-chat-link.json");
+  ASSERT_EQ(::symlink(users.c_str(), link.c_str()), 0);
+  const std::string conversation = fresh_path("cli-chat-conversation.json");
+  CliRun r = chat("/save " + dangling + "\n/save! " + dangling + "\n/save! " + users + "\n/save! " + link + "\n/save " +
+                  conversation + "\n/system Be brief.\n/save! " + conversation + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("'" + dangling + "' exists; /save! "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'" + dangling + "' is not a saved conversation"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'" + users + "' is not a saved conversation"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'" + link + "' is not a saved conversation"), std::string::npos) << r.err;
+  struct stat st;
+  EXPECT_NE(::lstat(nowhere.c_str(), &st), 0);
+  EXPECT_EQ(lmrt::test::read_file(users), "the user's notes");
+  EXPECT_NE(r.out.find("saved 0 messages to " + conversation), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("saved 1 messages to " + conversation), std::string::npos) << r.out;
+  EXPECT_NE(lmrt::test::read_file(conversation).find("Be brief."), std::string::npos);
+  EXPECT_NE(::lstat((conversation + ".tmp").c_str(), &st), 0);
+  ::unlink(dangling.c_str());
+  ::unlink(link.c_str());
 }
 
 TEST(CliChat, ControlTokenTextInAMessageStaysText) {

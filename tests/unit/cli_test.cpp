@@ -1,7 +1,9 @@
 // The lmrt command-line tool, run as a user would.
 #include <gtest/gtest.h>
 #include <lmrt/lmrt.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -69,6 +71,39 @@ TEST(Cli, InfoAndTokenize) {
   CliRun tok = run_cli("tokenize -m " + model("stories260K.gguf") + " -p 'Once upon a time'");
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
   EXPECT_EQ(tok.out.rfind("1 ", 0), 0u) << tok.out;  // BOS first
+}
+
+// `logits -o` writes as lmrt writes its files (file_replacer.h; FileReplacer.* test the rest): never over
+// the model it reads, never through a link or into a FIFO.
+TEST(Cli, LogitsOutputNeverReplacesWhatIsNotItsOwn) {
+  const std::string dir = lmrt::test::temp_dir();
+  const std::string copy = lmrt::test::write_temp_file(
+      "cli-logits-model.gguf", lmrt::test::read_file(lmrt::test::model_path("stories260K.gguf")));
+  const std::string before = lmrt::test::read_file(copy);
+  CliRun self = run_cli("logits -m '" + copy + "' --ids '1 2 3' -o '" + copy + "'");
+  EXPECT_EQ(self.exit_code, 2);
+  EXPECT_NE(self.err.find("is the input model"), std::string::npos) << self.err;
+  EXPECT_EQ(lmrt::test::read_file(copy), before);
+
+  const std::string target = lmrt::test::write_temp_file("cli-logits-users.txt", "the user's");
+  const std::string link = dir + "/cli-logits-link.f32";
+  ::unlink(link.c_str());
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  CliRun through = run_cli("logits -m '" + copy + "' --ids '1 2 3' -o '" + link + "'");
+  ASSERT_EQ(through.exit_code, 0) << through.err;
+  EXPECT_EQ(lmrt::test::read_file(target), "the user's");
+  EXPECT_EQ(lmrt::test::read_file(link).size(), 512u * 4);  // the link became the logits file
+
+  const std::string fifo = dir + "/cli-logits-fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  CliRun pipe = run_cli("logits -m '" + copy + "' --ids '1 2 3' -o '" + fifo + "'", 60);
+  EXPECT_EQ(pipe.exit_code, 1);
+  EXPECT_NE(pipe.err.find("is not a regular file"), std::string::npos) << pipe.err;
+
+  ::unlink(link.c_str());
+  ::unlink(fifo.c_str());
+  std::remove(copy.c_str());
 }
 
 // bench names the kernels it ran in both of its tables (lmrt_isa), and says when LMRT_ISA was not honoured.
