@@ -9,6 +9,7 @@
 
 #include "lmrt/lmrt.h"
 #include "runtime/util/status.h"
+#include "runtime/util/utf8.h"
 
 namespace lmrt::abi {
 
@@ -26,7 +27,7 @@ template <typename Body, typename Report>
 lmrt_status guarded(Body&& body, Report&& report) {
   try {
     lmrt::Status s = body();
-    if (!s.ok()) report(s.message());
+    if (!s.ok()) report(lmrt::printable_utf8(s.message()));
     return to_c(s.code());
   } catch (const std::bad_alloc&) {
     try {

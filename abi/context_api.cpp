@@ -92,7 +92,9 @@ lmrt_status lmrt_get_logits(lmrt_context* ctx, size_t i, const float** logits, s
           return lmrt::Error(Code::invalid_argument,
                              "no logits kept for index " + std::to_string(i) + " of the last evaluation (" +
                                  std::to_string(ctx->ctx->last_eval_count()) + " tokens; logits_all " +
-                                 (ctx->ctx->params().logits_all ? "on" : "off") + ")");
+                                 (ctx->ctx->params().logits_all ? "on: it keeps the last batch's, up to n_batch " +
+                                                                      std::to_string(ctx->ctx->params().n_batch) + ")"
+                                                                : "off)"));
         *logits = l;
         if (n_vocab != nullptr) *n_vocab = ctx->ctx->model().hparams().n_vocab;
         return Status::Ok();

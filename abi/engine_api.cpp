@@ -97,6 +97,9 @@ lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request*
         std::string criteria_key;  // for the cache key: the criteria and the plugins behind them
         LMRT_RETURN_IF_ERROR(
             request_samplers(req, *engine->ctx->model, &er.req, &er.chain, &er.criteria, &criteria_key));
+        // A bias or chain naming a token past the vocabulary is refused now, as lmrt_generate refuses it
+        // (the sequence decoder would only find it when the request is admitted).
+        if (er.chain != nullptr) LMRT_RETURN_IF_ERROR(er.chain->reserve(engine->ctx->model->tokenizer->n_vocab()));
         // As lmrt_generate does (generate_api.cpp).
         lmrt_cache* cache = req.cache != nullptr ? req.cache : engine->cache;
         er.cache.cache = cache != nullptr ? cache->cache.get() : nullptr;

@@ -3,7 +3,7 @@
 #   - `nm -D --defined-only` lists only lmrt_* functions, each bound to a version node LMRT_<n>
 #     of abi/lmrt.map, plus those version nodes themselves (absolute symbols named LMRT_*).
 #     Nothing else is allowed: no _init/_fini (a version script with `local: *` hides them),
-#     no C++, mimalloc or SQLite symbol, no data object.
+#     no C++ or SQLite symbol, no data object.
 #   - every exported lmrt_* function is declared LMRT_API in a public header, and every LMRT_API
 #     function of the headers is exported (a declared but undefined function is an ABI bug too);
 #   - the SONAME is liblmrt.so.<LMRT_ABI_VERSION of lmrt.h>.

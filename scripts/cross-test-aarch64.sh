@@ -19,7 +19,7 @@ start=$SECONDS
 
 # ---- packages -------------------------------------------------------------------------------------
 host_packages=(cmake ninja-build libxsimd-dev "g++-$triple" qemu-user)
-arm64_packages=(libgtest-dev:arm64 libmimalloc-dev:arm64 libsqlite3-dev:arm64 libpcre2-dev:arm64)
+arm64_packages=(libgtest-dev:arm64 libsqlite3-dev:arm64 libpcre2-dev:arm64)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${host_packages[@]}" "${arm64_packages[@]}"; do installed "$p" || missing+=("$p"); done

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libmimalloc-dev libxsimd-dev libsqlite3-dev libgtest-dev libbenchmark-dev
+  libxsimd-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   libpcre2-dev                          # byte-level BPE pre-tokenizer regexes
   libmicrohttpd-dev nlohmann-json3-dev  # examples/server
   abigail-tools                          # scripts/check-abi.sh

@@ -52,14 +52,15 @@ Status Context::create(const LlamaModel& model, const ContextParams& in, std::un
 Status Context::eval(const int32_t* tokens, size_t n) {
   if (n == 0) return Error(Code::invalid_argument, "no tokens to evaluate");
   if (tokens == nullptr) return Error(Code::invalid_argument, "tokens is NULL");
+  // The room first: a count past it is refused without reading that many tokens.
+  if (n > params_.n_ctx - tokens_.size())
+    return Error(Code::context_full, std::to_string(n) + " tokens do not fit: the context holds " +
+                                         std::to_string(tokens_.size()) + " of " + std::to_string(params_.n_ctx));
   const uint32_t n_vocab = model_.hparams().n_vocab;
   for (size_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= n_vocab)
       return Error(Code::invalid_argument, "token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                                                " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
-  if (n > params_.n_ctx - tokens_.size())
-    return Error(Code::context_full, std::to_string(n) + " tokens do not fit: the context holds " +
-                                         std::to_string(tokens_.size()) + " of " + std::to_string(params_.n_ctx));
   size_t done = 0;
   while (done < n) {
     const uint32_t batch = static_cast<uint32_t>(std::min<size_t>(params_.n_batch, n - done));

@@ -70,7 +70,7 @@ Status generate(Context& ctx, const Tokenizer& tok, const GenerateRequest& req, 
                 GenerateResult* result) {
   const auto t_start = Clock::now();
   LMRT_RETURN_IF_ERROR(SequenceDecoder::validate(req));
-  if (req.context_shift && req.n_keep + 2 > ctx.n_ctx())
+  if (req.context_shift && uint64_t{req.n_keep} + 2 > ctx.n_ctx())  // 64 bits: n_keep may be near 2^32
     return Error(Code::invalid_argument, "n_keep " + std::to_string(req.n_keep) +
                                              " leaves nothing to shift in a context of " + std::to_string(ctx.n_ctx()));
   std::vector<int32_t> prompt;

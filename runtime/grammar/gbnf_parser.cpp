@@ -237,6 +237,8 @@ class GbnfParser {
       ++pos_;
     }
     if (v > 0x10FFFF) return fail("code point beyond U+10FFFF");
+    // UTF-8 text never holds one, so a grammar that asks for it could only fail at generation.
+    if (v >= 0xD800 && v <= 0xDFFF) return fail("code point in the UTF-16 surrogate range U+D800..U+DFFF");
     *cp = v;
     return Status::Ok();
   }

@@ -20,7 +20,10 @@ class PenaltiesSampler final : public Sampler {
            ",frequency=" + format_float(params_.frequency) + ",last_n=" + std::to_string(params_.last_n) + ")";
   }
   Status reserve(int32_t n_vocab) override {
-    if (params_.last_n > 0 && counts_.size() < static_cast<size_t>(n_vocab)) counts_.resize(n_vocab, 0);
+    if (params_.last_n <= 0 || counts_.size() >= static_cast<size_t>(n_vocab)) return Status::Ok();
+    // Counted afresh from the window: tokens accepted before the vocabulary was known count from now on.
+    counts_.assign(static_cast<size_t>(n_vocab), 0);
+    for (size_t i = 0; i < window_count_; ++i) count(window_[(head_ + window_.size() - 1 - i) % window_.size()], 1);
     return Status::Ok();
   }
   Status apply(CandidateArray& c, Rng&) override {
@@ -42,24 +45,21 @@ class PenaltiesSampler final : public Sampler {
   Status accept(int32_t token) override {
     if (token < 0) return Error(Code::invalid_argument, "penalties: negative token id " + std::to_string(token));
     if (window_.empty()) return Status::Ok();
-    const size_t id = static_cast<size_t>(token);
-    if (id >= counts_.size()) counts_.resize(id + 1, 0);  // only when reserve() was not told the vocabulary
+    // Until reserve() gives the vocabulary, tokens are only kept in the window (a counts array sized by
+    // whatever id a caller passes could take gigabytes); SamplerChain::accept refuses ids past it after.
     if (window_count_ == window_.size()) {
-      --counts_[static_cast<size_t>(window_[head_])];
+      count(window_[head_], -1);
     } else {
       ++window_count_;
     }
     window_[head_] = token;
     head_ = (head_ + 1) % window_.size();
-    ++counts_[id];
+    count(token, 1);
     return Status::Ok();
   }
   void reset() override {
     // Undo the window's counts rather than clearing a vocabulary-sized array.
-    for (size_t i = 0; i < window_count_; ++i) {
-      const size_t slot = (head_ + window_.size() - 1 - i) % window_.size();
-      --counts_[static_cast<size_t>(window_[slot])];
-    }
+    for (size_t i = 0; i < window_count_; ++i) count(window_[(head_ + window_.size() - 1 - i) % window_.size()], -1);
     window_count_ = 0;
     head_ = 0;
   }
@@ -69,6 +69,10 @@ class PenaltiesSampler final : public Sampler {
   }
 
  private:
+  void count(int32_t token, int32_t delta) {
+    if (static_cast<size_t>(token) < counts_.size()) counts_[static_cast<size_t>(token)] += delta;
+  }
+
   PenaltyParams params_;
   std::vector<int32_t> window_;  // ring buffer of the last last_n accepted tokens
   size_t head_ = 0;              // next slot to write

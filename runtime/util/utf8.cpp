@@ -1,5 +1,6 @@
 #include "runtime/util/utf8.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -44,6 +45,29 @@ size_t utf8_find_invalid(std::string_view s) {
     i += static_cast<size_t>(n);
   }
   return std::string_view::npos;
+}
+
+std::string printable_utf8(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes && s.find('\0') == std::string_view::npos && utf8_find_invalid(s) == std::string_view::npos)
+    return std::string(s);
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes) + 8);
+  for (size_t i = 0; i < s.size();) {
+    const int n = utf8_sequence_length(s.substr(i));
+    const size_t len = n > 0 ? static_cast<size_t>(n) : 1;
+    if (out.size() + len > max_bytes) {
+      out += "...";
+      break;
+    }
+    if (n <= 0)
+      out += kReplacement;
+    else if (s[i] == '\0')
+      out += "\\0";
+    else
+      out.append(s.data() + i, len);
+    i += len;
+  }
+  return out;
 }
 
 Status validate_utf8(std::string_view text) {

@@ -19,6 +19,11 @@ size_t utf8_find_invalid(std::string_view s);
 // Ok when `text` is valid UTF-8; otherwise bad_utf8 naming the offset and value of the first bad byte.
 Status validate_utf8(std::string_view text);
 
+// `s` made fit for an error message (a C string the ABI promises is UTF-8): valid characters as they are,
+// each invalid byte as U+FFFD, a NUL byte as "\0", and past max_bytes the rest cut at a character with "...".
+// Messages quote file contents (a vocabulary's token text) that may hold anything.
+std::string printable_utf8(std::string_view s, size_t max_bytes = 4096);
+
 // Collects bytes from token pieces and releases only complete characters. An invalid byte
 // sequence is released as U+FFFD, so the output is always valid UTF-8.
 class Utf8Assembler {

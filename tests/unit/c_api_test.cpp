@@ -355,6 +355,34 @@ TEST(CApi, EvalAndLogits) {
   EXPECT_EQ(got.n_threads, 2u);
 }
 
+// logits_all keeps the rows of the call's last batch (documented), and says so for an earlier row; a count
+// past the context's room is CONTEXT_FULL before any token is read.
+TEST(CApi, LogitsAllKeepsTheLastBatchAndEvalChecksRoomFirst) {
+  ModelPtr m = open("stories260K.gguf");
+  ASSERT_TRUE(m);
+  lmrt_context_params p;
+  lmrt_context_params_init(&p);
+  p.n_ctx = 64;
+  p.n_batch = 4;
+  p.n_threads = 1;
+  p.logits_all = 1;
+  lmrt_context* raw = nullptr;
+  ASSERT_EQ(lmrt_context_create(m.get(), &p, &raw, nullptr, 0), LMRT_OK);
+  ContextPtr c(raw);
+  const int32_t toks[] = {1, 403, 407, 261, 376, 268, 414, 422, 395, 343};
+  ASSERT_EQ(lmrt_eval(c.get(), toks, 10), LMRT_OK);
+  const float* logits = nullptr;
+  size_t n_vocab = 0;
+  EXPECT_EQ(lmrt_get_logits(c.get(), 8, &logits, &n_vocab), LMRT_OK);
+  EXPECT_EQ(lmrt_get_logits(c.get(), 9, &logits, &n_vocab), LMRT_OK);
+  EXPECT_EQ(lmrt_get_logits(c.get(), 7, &logits, &n_vocab), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_context_last_error(c.get())).find("last batch's, up to n_batch 4"), std::string::npos)
+      << lmrt_context_last_error(c.get());
+  // 54 cells are left; a claimed count far past them is refused without reading the (10-token) array.
+  EXPECT_EQ(lmrt_eval(c.get(), toks, size_t{1} << 40), LMRT_ERR_CONTEXT_FULL);
+  EXPECT_EQ(lmrt_eval(c.get(), toks, 55), LMRT_ERR_CONTEXT_FULL);
+}
+
 TEST(CApi, NullArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(lmrt_model_params_init(nullptr), LMRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(lmrt_context_params_init(nullptr), LMRT_ERR_INVALID_ARGUMENT);

@@ -230,6 +230,17 @@ TEST(CApi, EngineRefusesBadInput) {
   r.prompt_tokens = long_prompt.data();
   r.n_prompt_tokens = long_prompt.size();
   EXPECT_EQ(lmrt_engine_submit(engine.get(), &r, nullptr, nullptr, &id), LMRT_ERR_CONTEXT_FULL);
+  // A token past the vocabulary (512) in a bias or a chain spec is refused at submit, as lmrt_generate does.
+  const lmrt_logit_bias past{9999, 1.0f};
+  r = lmrt::test::greedy_request("Once", 8);
+  r.n_logit_bias = 1;
+  r.logit_bias = &past;
+  EXPECT_EQ(lmrt_engine_submit(engine.get(), &r, nullptr, nullptr, &id), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_engine_last_error(engine.get())).find("9999"), std::string::npos)
+      << lmrt_engine_last_error(engine.get());
+  r = lmrt::test::greedy_request("Once", 8);
+  r.samplers = "logit_bias(600=1) greedy";
+  EXPECT_EQ(lmrt_engine_submit(engine.get(), &r, nullptr, nullptr, &id), LMRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(lmrt_engine_cancel(engine.get(), 99), LMRT_ERR_INVALID_ARGUMENT);
   lmrt_generate_result res{};
   res.struct_size = sizeof res;

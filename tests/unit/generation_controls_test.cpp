@@ -230,8 +230,13 @@ TEST(GenerationControls, ContextShiftKeepsGoing) {
   EXPECT_GE(res.context_shifts, 3u);
   EXPECT_LE(res.n_past, 64u);
   EXPECT_EQ(s.text, std::string(res.text, res.text_len));
-  req.n_keep = 63;
-  EXPECT_EQ(lmrt_generate(h.ctx, &req, nullptr, nullptr, &res), LMRT_ERR_INVALID_ARGUMENT);
+  // Refused before anything runs, also where n_keep + 2 wraps around in 32 bits.
+  for (uint32_t keep : {63u, 0xFFFFFFFEu, 0xFFFFFFFFu}) {
+    req.n_keep = keep;
+    Stream none;
+    EXPECT_EQ(lmrt_generate(h.ctx, &req, on_token, &none, &res), LMRT_ERR_INVALID_ARGUMENT) << keep;
+    EXPECT_TRUE(none.text.empty()) << keep;
+  }
 }
 
 // After a shift, the keys of the moved tokens must read as if computed at their new positions.

@@ -60,6 +60,8 @@ TEST(GbnfParser, ErrorsNameLineAndColumn) {
   EXPECT_NE(parse_error("root ::= \"a\"{3,2}").find("n < m"), std::string::npos);
   EXPECT_NE(parse_error("root ::= [z-a]").find("reversed"), std::string::npos);
   EXPECT_NE(parse_error("root ::= \"\\q\"").find("unknown escape"), std::string::npos);
+  EXPECT_NE(parse_error("root ::= \"\\uD800\"").find("surrogate"), std::string::npos);
+  EXPECT_NE(parse_error("root ::= [\\uDFFF-\\uE000]").find("surrogate"), std::string::npos);
   EXPECT_NE(parse_error("a ::= \"x\"\n").find("no 'root' rule"), std::string::npos);
   EXPECT_NE(parse_error("root ::= \"a\"\nroot ::= \"b\"\n").find("gbnf 2:1: rule 'root' is defined twice"),
             std::string::npos);

@@ -1,5 +1,6 @@
 // The chain end to end: sampling statistics, seed reproducibility, clone/reset, errors.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -224,6 +225,27 @@ TEST(SamplingChain, PenaltiesSeeAcceptedTokens) {
   ASSERT_TRUE(chain->accept(0).ok());
   ASSERT_TRUE(chain->sample(logits, 3, &token).ok());
   EXPECT_EQ(token, 1);  // 2.0 / 1.5 = 1.33 < 1.9
+  chain->reset();
+  ASSERT_TRUE(chain->sample(logits, 3, &token).ok());
+  EXPECT_EQ(token, 0);
+}
+
+// Tokens accepted before the chain knows the vocabulary (lmrt_sampler_accept before any sample) are kept in
+// the window and counted once it does; an id far past any vocabulary costs no memory.
+TEST(SamplingChain, PenaltiesTakeTokensAcceptedBeforeTheVocabularyIsKnown) {
+  auto chain = make_chain("penalties(repeat=1.5,last_n=8) greedy", 1);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  ASSERT_TRUE(chain->accept(1 << 28).ok());  // a dense count array up to it would take 1 GiB
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024);  // KiB
+  ASSERT_TRUE(chain->accept(0).ok());
+  const float logits[] = {2.0f, 1.9f, 1.0f};
+  int32_t token = -1;
+  ASSERT_TRUE(chain->sample(logits, 3, &token).ok());
+  EXPECT_EQ(token, 1);                                               // token 0 was accepted: 2.0 / 1.5 < 1.9
+  EXPECT_EQ(chain->accept(3).code(), lmrt::Code::invalid_argument);  // now past the vocabulary
   chain->reset();
   ASSERT_TRUE(chain->sample(logits, 3, &token).ok());
   EXPECT_EQ(token, 0);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/api_support.h"
 #include "runtime/model/gguf_file.h"
 #include "runtime/tokenizer/spm_tokenizer.h"
 #include "runtime/tokenizer/vocab.h"
@@ -143,6 +144,26 @@ TEST_F(LlamaSpm, RefusesInvalidUtf8WithOffset) {
     EXPECT_TRUE(ids.empty());
   }
   EXPECT_TRUE(validate_utf8("\xF0\x9F\xA6\x99 \xE2\x96\x81 \xC2\xBD \x7F").ok());
+}
+
+// Messages quote file contents: what reaches the C ABI is valid UTF-8 without NUL bytes, and bounded.
+TEST(PrintableUtf8, ReplacesInvalidBytesAndNulAndCutsLongText) {
+  EXPECT_EQ(lmrt::printable_utf8("token '\xE2\x96\x81ok'"), "token '\xE2\x96\x81ok'");  // valid: unchanged
+  EXPECT_EQ(lmrt::printable_utf8(std::string("a\xFF\xC3(b", 5)), "a\xEF\xBF\xBD\xEF\xBF\xBD(b");
+  EXPECT_EQ(lmrt::printable_utf8(std::string("x\0y", 3)), "x\\0y");
+  const std::string cut = lmrt::printable_utf8(std::string(100000, 'z') + "\xE2\x96\x81", 1000);
+  EXPECT_EQ(cut, std::string(1000, 'z') + "...");
+  EXPECT_TRUE(lmrt::validate_utf8(lmrt::printable_utf8("\xED\xA0\x80 \xF4\x90\x80\x80 \xE2\x96")).ok());
+}
+
+// Every C ABI call reports its failure through guarded(), which makes the message printable.
+TEST(PrintableUtf8, EveryAbiMessageIsPrintable) {
+  std::string reported;
+  const lmrt_status s =
+      lmrt::abi::guarded([] { return lmrt::Error(Code::bad_format, std::string("token \"\0\xFF\"", 10)); },
+                         [&](const std::string& m) { reported = m; });
+  EXPECT_EQ(s, LMRT_ERR_BAD_FORMAT);
+  EXPECT_EQ(reported, "token \"\\0\xEF\xBF\xBD\"");
 }
 
 TEST_F(LlamaSpm, ParsesSpecialTokensOnlyWhenAsked) {

@@ -98,7 +98,9 @@ typedef struct lmrt_model_params {
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
 LMRT_API lmrt_status lmrt_model_params_init_sized(lmrt_model_params* params, size_t struct_size);
-static inline lmrt_status lmrt_model_params_init(lmrt_model_params* params) { return lmrt_model_params_init_sized(params, sizeof *params); }
+static inline lmrt_status lmrt_model_params_init(lmrt_model_params* params) {
+  return lmrt_model_params_init_sized(params, sizeof *params);
+}
 
 /* Opens a GGUF model: architectures llama, qwen2, qwen3, phi3, gemma2, gemma3; tensors F32, F16, BF16,
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS in any mix (README.md). Where
@@ -126,7 +128,7 @@ typedef struct lmrt_model_info {
   char architecture[32]; /* general.architecture, NUL-terminated (truncated if longer) */
   char name[128];        /* general.name, or ""; truncated to 127 bytes */
   uint32_t n_tensors;
-  uint64_t n_params;     /* number of weights */
+  uint64_t n_params; /* number of weights */
   uint64_t file_bytes;
   uint32_t n_ctx_train; /* training context length */
   uint32_t n_vocab;
@@ -151,11 +153,11 @@ LMRT_API lmrt_status lmrt_model_get_info(const lmrt_model* model, lmrt_model_inf
 /* One tensor type present in a model. */
 typedef struct lmrt_tensor_type_info {
   uint32_t struct_size;
-  char name[16];        /* as ggml spells it: "F32", "Q4_K", "IQ4_XS"; lmrt's own "Q4_0x16" */
-  uint32_t ggml_type;   /* the GGUF tensor type id (Q4_0x16: 4098, outside ggml's range) */
-  uint32_t n_tensors;   /* tensors of this type */
-  uint64_t n_elements;  /* their elements (weights) */
-  uint64_t n_bytes;     /* their bytes in the file */
+  char name[16];       /* as ggml spells it: "F32", "Q4_K", "IQ4_XS"; lmrt's own "Q4_0x16" */
+  uint32_t ggml_type;  /* the GGUF tensor type id (Q4_0x16: 4098, outside ggml's range) */
+  uint32_t n_tensors;  /* tensors of this type */
+  uint64_t n_elements; /* their elements (weights) */
+  uint64_t n_bytes;    /* their bytes in the file */
 } lmrt_tensor_type_info;
 
 /* The tensor type mix of a model, one type at a time, without a field per type: the types present, in
@@ -312,7 +314,6 @@ LMRT_API lmrt_status lmrt_model_meta_array_str(const lmrt_model* model, const ch
 LMRT_API lmrt_status lmrt_model_meta_array_int(const lmrt_model* model, const char* key, size_t index, int64_t* value);
 LMRT_API lmrt_status lmrt_model_meta_array_float(const lmrt_model* model, const char* key, size_t index, double* value);
 
-
 /* ---- contexts ---------------------------------------------------------------------------- */
 
 typedef struct lmrt_context lmrt_context;
@@ -323,24 +324,28 @@ typedef struct lmrt_context lmrt_context;
 
 typedef struct lmrt_context_params {
   uint32_t struct_size;
-  uint32_t n_ctx;     /* tokens the KV arena holds; 0 (default) = the model's training context; a
-                         larger value is allowed (quality past the training length is the model's) */
-  uint32_t n_batch;   /* most tokens evaluated in one pass; 0 (default) = min(512, n_ctx); clamped to n_ctx */
-  uint32_t n_threads; /* worker threads; 0 (default) = the number of online CPUs */
-  uint32_t kv_type;   /* LMRT_KV_F16 (default) or LMRT_KV_F32 */
-  uint32_t logits_all; /* 1: keep the logits of every token of the last lmrt_eval; 0 (default): the last one's */
+  uint32_t n_ctx;      /* tokens the KV arena holds; 0 (default) = the model's training context; a
+                          larger value is allowed (quality past the training length is the model's) */
+  uint32_t n_batch;    /* most tokens evaluated in one pass; 0 (default) = min(512, n_ctx); clamped to n_ctx */
+  uint32_t n_threads;  /* worker threads; 0 (default) = the number of online CPUs */
+  uint32_t kv_type;    /* LMRT_KV_F16 (default) or LMRT_KV_F32 */
+  uint32_t logits_all; /* 1: keep the logits of every token of the last lmrt_eval's last batch (all of its
+                          tokens when it had at most n_batch; set n_batch = n_ctx to keep every one);
+                          0 (default): the last token's */
 } lmrt_context_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
 LMRT_API lmrt_status lmrt_context_params_init_sized(lmrt_context_params* params, size_t struct_size);
-static inline lmrt_status lmrt_context_params_init(lmrt_context_params* params) { return lmrt_context_params_init_sized(params, sizeof *params); }
+static inline lmrt_status lmrt_context_params_init(lmrt_context_params* params) {
+  return lmrt_context_params_init_sized(params, sizeof *params);
+}
 
 /* Creates a context on `model` and allocates everything it will need (KV arena of n_ctx tokens,
  * scratch for n_batch tokens, logits, thread pool). The model must outlive the context.
  * params: NULL for defaults. err/err_size: optional message buffer.
  * Errors: INVALID_ARGUMENT, OUT_OF_MEMORY. */
-LMRT_API lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params,
-                                         lmrt_context** out_ctx, char* err, size_t err_size);
+LMRT_API lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params, lmrt_context** out_ctx,
+                                         char* err, size_t err_size);
 
 /* Frees a context and its arena and threads. NULL is a no-op. Always returns LMRT_OK. */
 LMRT_API lmrt_status lmrt_context_free(lmrt_context* ctx);
@@ -364,8 +369,9 @@ LMRT_API lmrt_status lmrt_context_n_past(const lmrt_context* ctx, uint32_t* n_pa
 LMRT_API lmrt_status lmrt_eval(lmrt_context* ctx, const int32_t* tokens, size_t n_tokens);
 
 /* Logits of the i-th token of the last lmrt_eval call (i = n_tokens - 1 for the last; other values
- * only with logits_all). *logits points to n_vocab floats owned by the context, valid until the
- * next call that evaluates. Errors: INVALID_ARGUMENT (nothing evaluated yet, i out of range). */
+ * only with logits_all, for the tokens of the call's last batch of n_batch). *logits points to n_vocab floats owned by
+ * the context, valid until the next call that evaluates. Errors: INVALID_ARGUMENT (nothing evaluated yet, i out of
+ * range). */
 LMRT_API lmrt_status lmrt_get_logits(lmrt_context* ctx, size_t i, const float** logits, size_t* n_vocab);
 
 /* ---- saved context state ------------------------------------------------------------------ */
@@ -446,7 +452,9 @@ typedef struct lmrt_cache_stats {
 
 /* Fills *params with defaults and sets struct_size. */
 LMRT_API lmrt_status lmrt_cache_params_init_sized(lmrt_cache_params* params, size_t struct_size);
-static inline lmrt_status lmrt_cache_params_init(lmrt_cache_params* params) { return lmrt_cache_params_init_sized(params, sizeof *params); }
+static inline lmrt_status lmrt_cache_params_init(lmrt_cache_params* params) {
+  return lmrt_cache_params_init_sized(params, sizeof *params);
+}
 /* Opens or creates the cache file at path. params: NULL for defaults. The handle may be used by
  * several threads and contexts at once; it must outlive every context it is attached to.
  * Errors: INVALID_ARGUMENT, CACHE (no usable cache: locked by another process beyond the timeout,
@@ -508,9 +516,9 @@ typedef struct lmrt_token_event {
   const char* text; /* complete UTF-8 characters, never part of a stop string; not NUL-terminated;
                        may be empty on the last event of a generation */
   size_t text_len;
-  uint32_t index;    /* tokens generated so far */
-  uint32_t n_tokens; /* tokens generated since the previous event (text held back for UTF-8 or a
-                        possible stop string is released together with later tokens) */
+  uint32_t index;                      /* tokens generated so far */
+  uint32_t n_tokens;                   /* tokens generated since the previous event (text held back for UTF-8 or a
+                                          possible stop string is released together with later tokens) */
   const int32_t* tokens;               /* those n_tokens ids */
   const lmrt_token_logprobs* logprobs; /* n_tokens entries when the request asked for logprobs, else NULL */
 } lmrt_token_event;
@@ -555,8 +563,7 @@ LMRT_API lmrt_status lmrt_sampler_free(lmrt_sampler* sampler);
  * in buf; *len receives its length. BUFFER_TOO_SMALL with the needed length otherwise. */
 LMRT_API lmrt_status lmrt_sampler_describe(const lmrt_sampler* sampler, char* buf, size_t capacity, size_t* len);
 /* Samples a token from logits[0, n_vocab) (does not accept it). Errors: INVALID_ARGUMENT (NaN/+inf). */
-LMRT_API lmrt_status lmrt_sampler_sample(lmrt_sampler* sampler, const float* logits, size_t n_vocab,
-                                         int32_t* token);
+LMRT_API lmrt_status lmrt_sampler_sample(lmrt_sampler* sampler, const float* logits, size_t n_vocab, int32_t* token);
 /* Records a token of the sequence (for penalties). */
 LMRT_API lmrt_status lmrt_sampler_accept(lmrt_sampler* sampler, int32_t token);
 /* Clears the history and restarts the random stream from the seed. */
@@ -573,10 +580,10 @@ typedef struct lmrt_logit_bias {
 
 typedef struct lmrt_generate_request {
   uint32_t struct_size;
-  int32_t max_tokens; /* most tokens to generate, >= 1 (else INVALID_ARGUMENT); default 256 */
-  const char* prompt; /* UTF-8; may be NULL or "" to start from BOS alone */
-  size_t prompt_len;  /* bytes of prompt; (size_t)-1 (the default) = NUL-terminated */
-  uint32_t add_bos;   /* 1 (default): prepend BOS when the vocabulary asks for it */
+  int32_t max_tokens;     /* most tokens to generate, >= 1 (else INVALID_ARGUMENT); default 256 */
+  const char* prompt;     /* UTF-8; may be NULL or "" to start from BOS alone */
+  size_t prompt_len;      /* bytes of prompt; (size_t)-1 (the default) = NUL-terminated */
+  uint32_t add_bos;       /* 1 (default): prepend BOS when the vocabulary asks for it */
   uint32_t parse_special; /* 0 (default): special token texts in the prompt are plain text */
   /* How tokens are picked, first match wins:
    * 1. sampler: a chain of the caller's; each request works on a fresh copy of it, so the same
@@ -588,23 +595,23 @@ typedef struct lmrt_generate_request {
    *    after logit_bias and penalties. */
   const lmrt_sampler* sampler;
   const char* samplers;
-  uint64_t seed;            /* LMRT_SEED_RANDOM (default) draws one */
-  float temperature;        /* default 0: greedy */
-  int32_t top_k;            /* 0 (default): off */
-  float top_p;              /* 1 (default): off */
-  float min_p;              /* 0 (default): off */
-  float typical_p;          /* 1 (default): off */
-  float repeat_penalty;     /* 1 (default): off; over the last repeat_last_n tokens, prompt included */
-  int32_t repeat_last_n;    /* default 64 */
-  float presence_penalty;   /* 0 (default): off (OpenAI's definition, over repeat_last_n tokens) */
-  float frequency_penalty;  /* 0 (default): off */
+  uint64_t seed;           /* LMRT_SEED_RANDOM (default) draws one */
+  float temperature;       /* default 0: greedy */
+  int32_t top_k;           /* 0 (default): off */
+  float top_p;             /* 1 (default): off */
+  float min_p;             /* 0 (default): off */
+  float typical_p;         /* 1 (default): off */
+  float repeat_penalty;    /* 1 (default): off; over the last repeat_last_n tokens, prompt included */
+  int32_t repeat_last_n;   /* default 64 */
+  float presence_penalty;  /* 0 (default): off (OpenAI's definition, over repeat_last_n tokens) */
+  float frequency_penalty; /* 0 (default): off */
   uint32_t n_logit_bias;
   const lmrt_logit_bias* logit_bias; /* n_logit_bias entries (used with the fields, not with sampler/samplers) */
   const char* const* stop;           /* n_stop stop strings: generation ends before the first one that appears */
   size_t n_stop;
-  int32_t logprobs;         /* -1 (default): none; 0..LMRT_MAX_TOP_LOGPROBS: each token's logprob and that many alternatives */
-  uint32_t context_shift;   /* 0 (default): a full context finishes with LMRT_FINISH_CONTEXT_FULL;
-                               1: keep the first n_keep tokens, drop the oldest half of the rest, go on */
+  int32_t logprobs; /* -1 (default): none; 0..LMRT_MAX_TOP_LOGPROBS: each token's logprob and that many alternatives */
+  uint32_t context_shift; /* 0 (default): a full context finishes with LMRT_FINISH_CONTEXT_FULL;
+                             1: keep the first n_keep tokens, drop the oldest half of the rest, go on */
   uint32_t n_keep;
   uint32_t n_beams;         /* 0 (default): no beam search; k >= 1: beam search of width k (deterministic;
                                the sampler fields are ignored; k = 1 gives the greedy tokens); the k best
@@ -635,7 +642,9 @@ typedef struct lmrt_generate_request {
 /* Fills *request with defaults (greedy, max_tokens 256, no stop strings, no logprobs) and sets
  * struct_size. */
 LMRT_API lmrt_status lmrt_generate_request_init_sized(lmrt_generate_request* request, size_t struct_size);
-static inline lmrt_status lmrt_generate_request_init(lmrt_generate_request* request) { return lmrt_generate_request_init_sized(request, sizeof *request); }
+static inline lmrt_status lmrt_generate_request_init(lmrt_generate_request* request) {
+  return lmrt_generate_request_init_sized(request, sizeof *request);
+}
 
 /* One finished beam of a beam search. Owned by the context like the result's text. */
 typedef struct lmrt_beam {
@@ -676,15 +685,14 @@ typedef struct lmrt_generate_result {
 } lmrt_generate_result;
 
 /* Generates a completion of request->prompt: tokenizes it, reuses the longest prefix of tokens
- * already in the context (whether they came from lmrt_generate or lmrt_eval), evaluates the rest, then decodes until EOS, max_tokens, a full context
- * or cancellation, calling on_token (may be NULL) with each complete piece of UTF-8 text.
- * result (may be NULL): the caller sets struct_size; receives the finish reason, text, tokens,
- * usage and timings. A cancelled or context-full generation still returns LMRT_OK with that finish
- * reason. Afterwards the context holds the prompt and the generated tokens that were fed back through
- * the model (the last one sampled is not, unless EOS followed it), so lmrt_eval and lmrt_get_logits go
- * on from there. Errors: INVALID_ARGUMENT,
- * BAD_UTF8 (prompt), CONTEXT_FULL (the prompt alone does not fit; the context is unchanged),
- * PLUGIN (a plugin sampler or stop criterion misbehaved). */
+ * already in the context (whether they came from lmrt_generate or lmrt_eval), evaluates the rest, then decodes until
+ * EOS, max_tokens, a full context or cancellation, calling on_token (may be NULL) with each complete piece of UTF-8
+ * text. result (may be NULL): the caller sets struct_size; receives the finish reason, text, tokens, usage and timings.
+ * A cancelled or context-full generation still returns LMRT_OK with that finish reason. Afterwards the context holds
+ * the prompt and the generated tokens that were fed back through the model (the last one sampled is not, unless EOS
+ * followed it), so lmrt_eval and lmrt_get_logits go on from there. Errors: INVALID_ARGUMENT, BAD_UTF8 (prompt),
+ * CONTEXT_FULL (the prompt alone does not fit; the context is unchanged), PLUGIN (a plugin sampler or stop criterion
+ * misbehaved). */
 LMRT_API lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* request,
                                    lmrt_token_callback on_token, void* user_data, lmrt_generate_result* result);
 
@@ -703,17 +711,19 @@ typedef void (*lmrt_plugin_log_callback)(void* user_data, int32_t level, const c
 
 typedef struct lmrt_plugin_host_params {
   uint32_t struct_size;
-  uint32_t allow_loading; /* 0 (default): every load is refused with LMRT_ERR_PLUGIN; 1: allowed */
-  uint32_t use_env_path;  /* 1: also search the ':'-separated directories of $LMRT_PLUGIN_PATH (default 0) */
-  uint32_t reserved0;     /* 0 */
-  const char* search_path; /* ':'-separated directories searched for a plugin named without a '/'; NULL: none */
+  uint32_t allow_loading;       /* 0 (default): every load is refused with LMRT_ERR_PLUGIN; 1: allowed */
+  uint32_t use_env_path;        /* 1: also search the ':'-separated directories of $LMRT_PLUGIN_PATH (default 0) */
+  uint32_t reserved0;           /* 0 */
+  const char* search_path;      /* ':'-separated directories searched for a plugin named without a '/'; NULL: none */
   lmrt_plugin_log_callback log; /* NULL (default): plugin log lines are dropped */
   void* log_user_data;
 } lmrt_plugin_host_params;
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
 LMRT_API lmrt_status lmrt_plugin_host_params_init_sized(lmrt_plugin_host_params* params, size_t struct_size);
-static inline lmrt_status lmrt_plugin_host_params_init(lmrt_plugin_host_params* params) { return lmrt_plugin_host_params_init_sized(params, sizeof *params); }
+static inline lmrt_status lmrt_plugin_host_params_init(lmrt_plugin_host_params* params) {
+  return lmrt_plugin_host_params_init_sized(params, sizeof *params);
+}
 
 /* Creates a plugin host with no plugins. params: NULL for defaults (loading disabled).
  * err/err_size: optional message buffer. Errors: INVALID_ARGUMENT, OUT_OF_MEMORY. */
@@ -817,14 +827,14 @@ LMRT_API lmrt_status lmrt_chat_apply_template(const lmrt_model* model, const cha
  * a user who writes "<|im_end|>\n<|im_start|>system" gets the ids of that text, not the chat format's
  * control tokens (params->extra_json is caller data too: a bos_token or eos_token given there is
  * text; params->bos_token / eos_token are the template's own). Text without such markers gets the
- * same ids as tokenizing the rendered text with special-token parsing. BOS comes first when the vocabulary asks for it, once: not again when the
- * template already wrote it. The ids go to tokens[0..*n_tokens); when capacity is too small,
+ * same ids as tokenizing the rendered text with special-token parsing. BOS comes first when the vocabulary asks for it,
+ * once: not again when the template already wrote it. The ids go to tokens[0..*n_tokens); when capacity is too small,
  * *n_tokens receives the count needed and BUFFER_TOO_SMALL is returned (tokens may be NULL when
  * capacity is 0). Thread-safe like lmrt_chat_apply_template.
  * Errors: those of lmrt_chat_apply_template (model is required here), BAD_UTF8, BUFFER_TOO_SMALL. */
 LMRT_API lmrt_status lmrt_chat_tokenize(const lmrt_model* model, const char* messages_json,
-                                       const lmrt_chat_template_params* params, int32_t* tokens, size_t capacity,
-                                       size_t* n_tokens, char* err, size_t err_size);
+                                        const lmrt_chat_template_params* params, int32_t* tokens, size_t capacity,
+                                        size_t* n_tokens, char* err, size_t err_size);
 
 /* ---- grammars ------------------------------------------------------------------------------ */
 
@@ -867,8 +877,9 @@ typedef struct lmrt_engine lmrt_engine;
  * engine's own thread once started), after the request's last on_token call, with the engine's
  * lock held: like on_token it may call lmrt_engine_cancel and nothing else of the engine, and should
  * return quickly (e.g. wake the thread that then reads the result: lmrt_engine_wait already reports
- * the request finished, lmrt_engine_result waits for the step to end). It is not called for requests that lmrt_engine_free drops unfinished, nor when the
- * engine's thread stops on an internal failure (lmrt_engine_wait then returns with *finished 0). */
+ * the request finished, lmrt_engine_result waits for the step to end). It is not called for requests that
+ * lmrt_engine_free drops unfinished, nor when the engine's thread stops on an internal failure (lmrt_engine_wait then
+ * returns with *finished 0). */
 typedef void (*lmrt_engine_finish_callback)(void* user_data, uint64_t request_id, lmrt_finish_reason finish_reason);
 
 typedef struct lmrt_engine_params {
@@ -884,7 +895,7 @@ typedef struct lmrt_engine_params {
   /* Finished requests' sequences kept as cached prefixes, 0..16 (default 4); the least recently used
    * gives up its cells whenever a request needs them, so they never make a request wait or fail. */
   uint32_t retained_sequences;
-  uint32_t reserved0; /* 0 */
+  uint32_t reserved0;                    /* 0 */
   lmrt_engine_finish_callback on_finish; /* NULL (default): no finish notification */
   /* The response cache for the engine's requests (NULL, the default: none; a request's own
    * `cache` field overrides it), with lmrt_generate's key and rules: a deterministic request
@@ -899,7 +910,9 @@ typedef struct lmrt_engine_params {
 
 /* Fills *params with defaults and sets struct_size. Error: INVALID_ARGUMENT for NULL. */
 LMRT_API lmrt_status lmrt_engine_params_init_sized(lmrt_engine_params* params, size_t struct_size);
-static inline lmrt_status lmrt_engine_params_init(lmrt_engine_params* params) { return lmrt_engine_params_init_sized(params, sizeof *params); }
+static inline lmrt_status lmrt_engine_params_init(lmrt_engine_params* params) {
+  return lmrt_engine_params_init_sized(params, sizeof *params);
+}
 
 /* Creates an engine on ctx, whose KV arena (n_ctx cells shared by all requests), batch size
  * (n_batch: tokens per step), threads and KV type it uses. The context forgets the tokens it held;
@@ -916,11 +929,10 @@ LMRT_API lmrt_status lmrt_engine_free(lmrt_engine* engine);
 LMRT_API const char* lmrt_engine_last_error(const lmrt_engine* engine);
 
 /* Queues a request (the fields of lmrt_generate_request as for lmrt_generate, except n_beams and
- * context_shift, which must be left at their defaults; cache: see lmrt_engine_params.cache). Everything the request points to
- * is read or copied before this returns. on_token (may be NULL) receives the request's pieces of text
- * during lmrt_engine_step/_run, with user_data. *request_id names the request (never 0).
- * Errors: INVALID_ARGUMENT, BAD_UTF8 (prompt or stop), CONTEXT_FULL (the prompt alone is larger than
- * the arena), PLUGIN. */
+ * context_shift, which must be left at their defaults; cache: see lmrt_engine_params.cache). Everything the request
+ * points to is read or copied before this returns. on_token (may be NULL) receives the request's pieces of text during
+ * lmrt_engine_step/_run, with user_data. *request_id names the request (never 0). Errors: INVALID_ARGUMENT, BAD_UTF8
+ * (prompt or stop), CONTEXT_FULL (the prompt alone is larger than the arena), PLUGIN. */
 LMRT_API lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request* request,
                                         lmrt_token_callback on_token, void* user_data, uint64_t* request_id);
 /* Cancels a request: it finishes with LMRT_FINISH_CANCELLED at the next step (a queued one without
