@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "bounded_json.h"
 #include "tool_call_grammar.h"
 
 namespace server {
@@ -167,8 +168,9 @@ std::optional<ApiError> parse_tool_calls_field(const json& calls, const std::str
     if (!fn.contains("name") || !fn["name"].is_string()) return bad(at, "'" + at + ".function.name' must be a string");
     json args = fn.contains("arguments") ? fn["arguments"] : json::object();
     if (args.is_string()) {
-      json parsed = json::parse(args.get<std::string>(), nullptr, false);
-      if (!parsed.is_discarded()) args = parsed;
+      // Too deep or not JSON: the template gets the string as it came.
+      json parsed;
+      if (parse_bounded_json(args.get_ref<const std::string&>(), &parsed) == JsonParse::kOk) args = std::move(parsed);
     }
     json call = {{"type", "function"}, {"function", {{"name", fn["name"]}, {"arguments", args}}}};
     if (c.contains("id")) {
@@ -473,8 +475,15 @@ std::optional<ApiError> parse_fields(const json& body, Endpoint endpoint, const 
 std::optional<ApiError> parse_api_request(const std::string& body, Endpoint endpoint, const ModelFacts& model,
                                           ApiRequest* out) {
   try {
-    const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) return bad("", "the request body is not valid JSON");
+    json parsed;
+    switch (parse_bounded_json(body, &parsed)) {
+      case JsonParse::kOk:
+        break;
+      case JsonParse::kInvalid:
+        return bad("", "the request body is not valid JSON");
+      case JsonParse::kTooDeep:
+        return bad("", "the request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
     if (!parsed.is_object()) return bad("", "the request body must be a JSON object");
     out->sampling.plugins = model.plugins;
     return parse_fields(parsed, endpoint, model, out);

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "bounded_json.h"
+
 namespace server {
 namespace {
 
@@ -49,9 +51,9 @@ size_t json_end(std::string_view s, size_t pos) {
 std::optional<json> parse_json_at(const std::string& s, size_t pos, size_t* end) {
   *end = json_end(s, pos);
   if (*end == std::string::npos) return std::nullopt;
-  json j = json::parse(s.begin() + static_cast<std::ptrdiff_t>(pos), s.begin() + static_cast<std::ptrdiff_t>(*end),
-                       nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
+  // The model's text is as hostile as a request: a deep tree would overflow the stack when dumped.
+  json j;
+  if (parse_bounded_json(std::string_view(s).substr(pos, *end - pos), &j) != JsonParse::kOk) return std::nullopt;
   return j;
 }
 
@@ -130,8 +132,9 @@ std::optional<ToolCall> call_from(const json& j, std::string_view raw) {
   ToolCall call{name->get<std::string>(), "{}"};
   if (args != body->end()) {
     if (args->is_string()) {  // some models write the arguments as a JSON string already
-      const json inner = json::parse(args->get<std::string>(), nullptr, false);
-      if (inner.is_discarded() || !inner.is_object()) return std::nullopt;
+      json inner;
+      if (parse_bounded_json(args->get_ref<const std::string&>(), &inner) != JsonParse::kOk || !inner.is_object())
+        return std::nullopt;
       call.arguments = inner.dump();
     } else if (args->is_object()) {
       call.arguments = minify_json(raw_member(raw, key));

@@ -470,6 +470,44 @@ def test_browser_rules(binary, model):
         check(srv.stop() == 0, "server exits 0 on SIGTERM")
 
 
+# ---- request bodies built to crash the parser's users ---------------------------------------
+
+def alive(srv):
+    return srv.proc.poll() is None and request(srv.port, "GET", "/health", timeout=5)[0] == 200
+
+
+def test_deep_json(binary, model):
+    print("deeply nested JSON bodies")
+    srv = Server(binary, model, "--chat-template", "chatml")
+    deep = "[" * 100000 + "]" * 100000
+    bodies = {
+        "json_schema": ("/v1/completions", '{"prompt":"hi","max_tokens":1,"json_schema":{"a":' + deep + '}}'),
+        "an unknown field": ("/v1/completions", '{"prompt":"hi","max_tokens":1,"zzz":' + deep + '}'),
+        "tools": ("/v1/chat/completions", '{"messages":[{"role":"user","content":"hi"}],"max_tokens":1,'
+                  '"tools":[{"type":"function","function":{"name":"f","parameters":{"a":' + deep + '}}}]}'),
+    }
+    try:
+        for what, (path, body) in bodies.items():
+            status, err, _ = request(srv.port, "POST", path, raw=body.encode())
+            message = (err or {}).get("error", {}).get("message", "")
+            check(status == 400 and "deeper than" in message,
+                  f"100,000 levels in {what} -> 400 naming the depth ({status}, {message[:80]!r})")
+            check(alive(srv), f"server alive after {what}")
+        # Arguments written as a JSON string are parsed too: too deep, they stay the string.
+        args = json.dumps(deep)
+        body = ('{"messages":[{"role":"assistant","content":"x","tool_calls":[{"function":{"name":"f","arguments":'
+                + args + '}}]},{"role":"user","content":"hi"}],"max_tokens":1}')
+        status, _, _ = request(srv.port, "POST", "/v1/chat/completions", raw=body.encode())
+        check(status in (200, 400) and alive(srv),
+              f"100,000 levels in tool_calls arguments (a string): server alive ({status})")
+        # Real requests stay well within the limit.
+        status, _, _ = request(srv.port, "POST", "/v1/completions",
+                               raw=('{"prompt":"hi","max_tokens":1,"zzz":' + "[" * 200 + "]" * 200 + "}").encode())
+        check(status == 200, f"200 levels -> 200 ({status})")
+    finally:
+        check(srv.stop() == 0, "server exits 0 on SIGTERM")
+
+
 # ---- special tokens in messages ----------------------------------------------------------------
 
 def test_chat_injection(binary, model):
@@ -533,7 +571,7 @@ def main():
     t0 = time.time()
     only = sys.argv[3:]
     for test in (test_http_limits, test_connection_limits, test_crowds, test_bounded_work, test_browser_rules,
-                 test_chat_injection, test_model_file_replaced):
+                 test_deep_json, test_chat_injection, test_model_file_replaced):
         if not only or test.__name__ in only:
             test(binary, model)
     print(f"{'FAILED' if FAILURES else 'PASSED'} in {time.time() - t0:.1f} s"

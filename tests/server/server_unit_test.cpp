@@ -92,6 +92,23 @@ TEST(ServerApiRequest, ValidatesFieldsAndAddsTemplateStops) {
   EXPECT_TRUE(parse_api_request("\xff", Endpoint::kCompletions, facts, &bad).has_value());
 }
 
+// The error's param for a completions body, "" when the body is accepted.
+std::string refused_param(const std::string& body) {
+  const ChatTemplates chatml = builtin("chatml");
+  const ModelFacts facts{nullptr, 512, 256, nullptr, &chatml};
+  ApiRequest r;
+  auto err = parse_api_request(body, Endpoint::kCompletions, facts, &r);
+  if (!err) return "";
+  EXPECT_EQ(err->status, 400) << body;
+  return err->param.empty() ? "(none)" : err->param;
+}
+
+TEST(ServerApiRequest, DeeplyNestedBodiesAreRefusedAtParse) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(refused_param(R"({"prompt":"x","json_schema":{"a":)" + deep + "}}"), "(none)");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","zzz":)" + std::string(200, '[') + std::string(200, ']') + "}"), "");
+}
+
 TEST(ServerApiRequest, MaxTokensIsClampedToTheServerLimit) {
   const ChatTemplates chatml = builtin("chatml");
   ModelFacts facts{nullptr, 512, 256, nullptr, &chatml};
