@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/grammar/gbnf_parser.h"
+
 namespace lmrt {
 namespace {
 
@@ -163,6 +165,8 @@ class SchemaTranslator {
     for (const auto& [name, rule_body] : rules_)
       if (name != "root") out += name + " ::= " + rule_body + "\n";
     for (const std::string& p : all) out += p + " ::= " + primitives().at(p) + "\n";
+    if (out.size() > kMaxGrammarText)
+      return fail("#", "the grammar would be larger than " + std::to_string(kMaxGrammarText >> 20) + " MB");
     *gbnf = std::move(out);
     return Status::Ok();
   }
@@ -193,7 +197,15 @@ class SchemaTranslator {
   std::string as_rule(const std::string& hint, const std::string& body) {
     const std::string name = rule_name(hint);
     rules_[name] = body;
+    rule_bytes_ += name.size() + body.size() + 6;
     return name;
+  }
+
+  // The GBNF parser refuses more than kMaxGrammarText bytes: stop as soon as the rules made so far
+  // pass that, instead of building a grammar that will be refused anyway.
+  Status check_size(const std::string& path) const {
+    if (rule_bytes_ <= kMaxGrammarText) return Status::Ok();
+    return fail(path, "the grammar would be larger than " + std::to_string(kMaxGrammarText >> 20) + " MB");
   }
 
   Status resolve(const std::string& ref, const Json** out) const {
@@ -210,6 +222,7 @@ class SchemaTranslator {
 
   Status visit(const Json& s, const std::string& hint, const std::string& path, int depth, std::string* out) {
     if (depth > kMaxSchemaDepth) return fail(path, "schema nested deeper than " + std::to_string(kMaxSchemaDepth));
+    LMRT_RETURN_IF_ERROR(check_size(path));
     if (s.is_boolean()) {
       if (!s.get<bool>()) return fail(path, "the schema 'false' admits no value");
       *out = use("json-value");
@@ -434,13 +447,16 @@ class SchemaTranslator {
       for (const std::string& m : opt_members) body += "(" + sep + m + ")? ";
       if (!extra.empty()) body += repeated(sep + extra, 0, extra_max) + " ";
     } else {
-      // No member is required: the first one present is any optional one (or an extra member).
-      std::vector<std::string> firsts;
-      for (size_t i = 0; i < opt_members.size(); ++i) {
-        std::string alt = opt_members[i] + " ";
-        for (size_t j = i + 1; j < opt_members.size(); ++j) alt += "(" + sep + opt_members[j] + ")? ";
-        if (!extra.empty()) alt += repeated(sep + extra, 0, extra_max) + " ";
-        firsts.push_back(alt);
+      // No member is required: the first one present is any optional one (or an extra member),
+      // followed by any of the members after it. What may follow member i is a rule of its own that
+      // refers to the one of member i + 1, so the text grows linearly; writing each alternative's
+      // followers out in full was quadratic (20000 properties made 24 GB).
+      std::vector<std::string> firsts(opt_members.size());
+      std::string after = extra.empty() ? "" : repeated(sep + extra, 0, extra_max) + " ";  // the last member's
+      for (size_t i = opt_members.size(); i-- > 0;) {
+        firsts[i] = opt_members[i] + " " + after;
+        if (i > 0)
+          after = as_rule(hint + "-after-" + std::to_string(i - 1), "(" + sep + opt_members[i] + ")? " + after) + " ";
       }
       if (!extra.empty())
         firsts.push_back(extra + " " + repeated(sep + extra, 0, extra_max < 0 ? -1 : extra_max - 1) + " ");
@@ -502,6 +518,7 @@ class SchemaTranslator {
 
   const Json& root_;
   std::map<std::string, std::string> rules_;
+  size_t rule_bytes_ = 0;  // of the rules made so far
   std::set<std::string> reserved_;
   std::set<std::string> used_;
   std::map<std::string, std::string> ref_rules_;

@@ -18,7 +18,8 @@
 
 namespace lmrt {
 
-// Errors: invalid_argument "json schema at PATH: ..." (bad JSON, unsupported keyword, bad $ref).
+// Errors: invalid_argument "json schema at PATH: ..." (bad JSON, unsupported keyword, bad $ref, a
+// grammar larger than the GBNF parser takes: kMaxGrammarText, refused while it is being built).
 Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf);
 
 // The GBNF of any JSON object (the CLI's --json-object, OpenAI's response_format json_object).

@@ -263,6 +263,59 @@ TEST(JsonSchema, IntegerRangesAreExact) {
   }
 }
 
+TEST(JsonSchema, OptionalPropertiesAreAnyOrderedSubset) {
+  // No property required: any subset of the declared ones, in their order, each at most once.
+  std::string gbnf;
+  ASSERT_TRUE(json_schema_to_gbnf(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+      "c":{"type":"integer"},"d":{"type":"integer"}},"additionalProperties":false})",
+                                  &gbnf)
+                  .ok());
+  auto g = parse_ok(gbnf);
+  for (int subset = 0; subset < 16; ++subset) {
+    std::string doc = "{";
+    for (int i = 0; i < 4; ++i)
+      if ((subset >> i) & 1) doc += std::string(doc.size() > 1 ? ", " : "") + "\"" + "abcd"[i] + "\": 1";
+    EXPECT_TRUE(full_match(g, doc + "}")) << doc;
+  }
+  EXPECT_FALSE(full_match(g, R"({"b": 1, "a": 1})"));
+  EXPECT_FALSE(full_match(g, R"({"a": 1, "a": 1})"));
+  EXPECT_FALSE(full_match(g, R"({"a": 1, "d": 1, "c": 1})"));
+  EXPECT_FALSE(full_match(g, R"({"a": 1,})"));
+  EXPECT_FALSE(full_match(g, R"({"e": 1})"));
+  // Extra members after the declared ones, within maxProperties.
+  ASSERT_TRUE(json_schema_to_gbnf(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+      "additionalProperties":true,"maxProperties":3})",
+                                  &gbnf)
+                  .ok());
+  g = parse_ok(gbnf);
+  EXPECT_TRUE(full_match(g, R"({"a": 1, "b": 1, "x": 1})"));
+  EXPECT_TRUE(full_match(g, R"({"b": 1, "x": 1})"));
+  EXPECT_TRUE(full_match(g, R"({"x": 1})"));
+  EXPECT_FALSE(full_match(g, R"({"a": 1, "x": 1, "y": 1})"));
+  EXPECT_FALSE(full_match(g, R"({"x": 1, "y": 1})"));
+}
+
+TEST(JsonSchema, ManyOptionalPropertiesGrowLinearly) {
+  // Each alternative used to spell out every member after it: 20000 optional properties made 24 GB.
+  auto schema = [](int n) {
+    std::string s = R"({"type":"object","properties":{)";
+    for (int i = 0; i < n; ++i) s += (i ? ",\"p" : "\"p") + std::to_string(i) + R"(":{"type":"string"})";
+    return s + "}}";
+  };
+  // Sizes where the quadratic text still fits in memory (15 and 60 MB), so that it fails here.
+  std::string small, large;
+  ASSERT_TRUE(json_schema_to_gbnf(schema(1000), &small).ok());
+  ASSERT_TRUE(json_schema_to_gbnf(schema(2000), &large).ok());
+  ASSERT_LT(large.size(), small.size() * 5 / 2) << small.size() << " then " << large.size() << " bytes";
+  // 20000: linear too (about 130 bytes a property), or refused as larger than the parser takes.
+  std::string huge;
+  const Status s = json_schema_to_gbnf(schema(20000), &huge);
+  if (s.ok())
+    EXPECT_LT(huge.size(), small.size() * 25);
+  else
+    EXPECT_NE(s.message().find("larger than"), std::string::npos) << s.message();
+}
+
 // --- constrained generation through the C API ---
 
 struct Handles {
