@@ -395,8 +395,11 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
         return true;
       };
       RunTotals totals;
-      if (!run_all(lane, n_ctx, *request, *prompt_ids, sink, &totals))
+      if (!run_all(lane, n_ctx, *request, *prompt_ids, sink, &totals)) {
+        // Nobody reads an answer to a client that left; counting it as a 503 would blame the server.
+        if (cause == StopCause::kClientGone) return exchange->drop();
         return exchange->answer(error_response(stop_error(cause, timeout_s)));
+      }
       if (totals.failure.status != LMRT_OK) return exchange->answer(error_response(generation_error(totals.failure)));
       exchange->answer(json_response(full_response(ep, meta, json(std::move(choices)),
                                                    usage_object(totals.prompt_tokens, totals.completion_tokens))));

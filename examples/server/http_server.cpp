@@ -114,6 +114,14 @@ void Exchange::end() {
   resume_locked();
 }
 
+void Exchange::drop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_) return;
+  done_ = true;
+  dropped_ = true;
+  resume_locked();
+}
+
 bool Exchange::client_gone() {
   std::lock_guard<std::mutex> lock(mu_);
   if (gone_) return true;
@@ -253,7 +261,7 @@ struct HttpGlue {
         MHD_destroy_response(res);
         return ok;
       }
-      if (ex->done_) return answer(self, c, ex->answer_);
+      if (ex->done_) return ex->dropped_ ? MHD_NO : answer(self, c, ex->answer_);
       ex->suspended_ = true;
       MHD_suspend_connection(c);
       return MHD_YES;
@@ -262,7 +270,8 @@ struct HttpGlue {
     if (state->exchange) {
       Exchange* ex = state->exchange.get();
       std::lock_guard<std::mutex> lock(ex->mu_);
-      if (ex->done_) return answer(self, c, ex->answer_);
+      // MHD_NO closes the connection.
+      if (ex->done_) return ex->dropped_ ? MHD_NO : answer(self, c, ex->answer_);
       ex->suspended_ = true;
       MHD_suspend_connection(c);
       return MHD_YES;

@@ -64,6 +64,9 @@ class Exchange {
   bool write(const std::string& bytes);
   // Ends a streamed answer.
   void end();
+  // Closes a deferred request's connection without an answer: its client is gone, so there is no one
+  // to tell and no status to count.
+  void drop();
   // True once the client closed its side or the connection ended: stop working for it.
   bool client_gone();
 
@@ -74,7 +77,8 @@ class Exchange {
   int fd_ = -1;
   bool suspended_ = false;
   bool streamed_ = false;
-  bool done_ = false;  // answer() or end() was called
+  bool done_ = false;     // answer(), end() or drop() was called
+  bool dropped_ = false;  // drop(): close without an answer
   bool gone_ = false;
   std::string pending_;  // streamed bytes not yet handed to the connection
   HttpResponse answer_;

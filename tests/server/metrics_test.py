@@ -6,7 +6,8 @@ Usage: metrics_test.py LMRT_BINARY MODEL
    /health 503 {"status":"loading"} (and 503 on the API, 421 for a foreign Host) until it is ready, then 200.
 2. Metrics: the Prometheus text exposition parses (every sample belongs to a family with # TYPE,
    histogram buckets are cumulative and +Inf equals _count), needs the API key like the API, follows
-   the Host rule, and its counters move exactly with the requests made (statuses, tokens, latency counts).
+   the Host rule, and its counters move exactly with the requests made (statuses, tokens, latency counts);
+   a client that leaves a non-streamed request mid-generation is counted under no status.
 3. --prefix-cache: a restarted server loads a known prompt's state from the cache file instead of
    prefilling it (lmrt_prompt_tokens_reused_total) and answers the same.
 """
@@ -214,6 +215,36 @@ def test_prefix_restart(binary, model):
           "and generated the same text")
 
 
+def test_client_gone(binary, model):
+    print("metrics: clients that leave a non-streamed request are not counted as errors")
+    import json
+    import socket
+    srv = st.Server(binary, model, "--parallel", "2", "--max-tokens-limit", "100000000")
+    try:
+        p = srv.port
+        before, _ = parse_exposition(metrics(p, {})[2])
+        # EOS banned and the context shifted: only the client's leaving ends it.
+        body = json.dumps({"prompt": "Once upon a time", "max_tokens": 100000000, "context_shift": True,
+                           "logit_bias": {"2": -100}, "temperature": 0.8, "seed": 1}).encode()
+        for i in range(3):
+            s = socket.create_connection(("127.0.0.1", p), timeout=10)
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            busy = st.wait_until(lambda: st.health(p)["slots_busy"] == 1, 10)
+            s.close()
+            freed = st.wait_until(lambda: st.health(p)["slots_busy"] == 0, 10)
+            check(busy and freed, f"client {i + 1} left mid-generation and its context was freed")
+        time.sleep(0.5)  # an answer to a client that left would be counted on the event loop, a moment later
+        after, _ = parse_exposition(metrics(p, {})[2])
+        codes = {dict(k[1]).get("code") for k in after if k[0] == "lmrt_requests_total"}
+        rises = {c: value(after, "lmrt_requests_total", code=c) - value(before, "lmrt_requests_total", code=c)
+                 for c in codes}
+        check(all(n == 0 for c, n in rises.items() if c != "200"),
+              f"no status counted for the clients that left: {rises}")
+    finally:
+        check(srv.stop() == 0, "server stops cleanly on SIGTERM")
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
@@ -221,6 +252,7 @@ def main():
     t0 = time.time()
     test_readiness(sys.argv[1], sys.argv[2])
     test_metrics(sys.argv[1], sys.argv[2])
+    test_client_gone(sys.argv[1], sys.argv[2])
     test_prefix_restart(sys.argv[1], sys.argv[2])
     print(f"{'FAILED' if st.FAILURES else 'PASSED'} in {time.time() - t0:.1f} s"
           + (f": {len(st.FAILURES)} failures" if st.FAILURES else ""))
