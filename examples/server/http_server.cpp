@@ -200,6 +200,11 @@ struct HttpGlue {
       }
       const std::string length = state->request.header("content-length");
       if (!length.empty()) {
+        // libmicrohttpd reads the first of repeated headers (collect_header joins them as "30, 5"),
+        // while a proxy in front may read another: RFC 9112 6.3 calls that request smuggling and
+        // asks for a 400. One value of digits only is accepted.
+        if (length.find_first_not_of("0123456789") != std::string::npos)
+          return answer(self, c, plain_error(400, "the Content-Length header must be one decimal number"));
         // libmicrohttpd has refused malformed and overflowing values already; refuse big ones
         // before reading a byte of the body.
         char* end = nullptr;
