@@ -1,9 +1,13 @@
-// Grammars for callers that build their own: a JSON Schema as the GBNF the grammar sampler reads.
+// Grammars for callers that build their own: a JSON Schema as the GBNF the grammar sampler reads,
+// and a check of GBNF text before it is given to a generation.
 #include <cstring>
+#include <memory>
 
 #include "abi/api_support.h"
 #include "lmrt/lmrt.h"
+#include "runtime/grammar/gbnf_parser.h"
 #include "runtime/grammar/json_schema.h"
+#include "runtime/grammar/matcher.h"
 
 using lmrt::Code;
 using lmrt::Status;
@@ -25,6 +29,19 @@ lmrt_status lmrt_json_schema_to_grammar(const char* schema_json, char* buf, size
                              "the grammar needs " + std::to_string(gbnf.size() + 1) + " bytes with its NUL");
         std::memcpy(buf, gbnf.c_str(), gbnf.size() + 1);
         return Status::Ok();
+      },
+      [&](const std::string& m) { copy_message(m, err, err_size); });
+}
+
+lmrt_status lmrt_grammar_check(const char* gbnf, char* err, size_t err_size) {
+  return guarded(
+      [&]() -> Status {
+        if (gbnf == nullptr) return lmrt::Error(Code::invalid_argument, "gbnf must not be NULL");
+        // What the grammar sampler does before it needs the vocabulary: parse, then expand the root.
+        auto grammar = std::make_shared<lmrt::Grammar>();
+        LMRT_RETURN_IF_ERROR(lmrt::parse_gbnf(gbnf, grammar.get()));
+        std::unique_ptr<lmrt::GrammarMatcher> matcher;
+        return lmrt::GrammarMatcher::create(std::move(grammar), &matcher);
       },
       [&](const std::string& m) { copy_message(m, err, err_size); });
 }

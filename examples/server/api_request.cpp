@@ -88,6 +88,12 @@ class Fields {
     if (auto e_ = (expr)) return e_; \
   } while (0)
 
+// The C API takes these fields as NUL-terminated strings: a NUL inside would silently cut them.
+std::optional<ApiError> no_nul(const std::string& param, const std::string& value) {
+  if (value.find('\0') == std::string::npos) return std::nullopt;
+  return bad(param, "'" + param + "' must not contain a NUL character");
+}
+
 std::optional<ApiError> parse_stop(const Fields& f, std::vector<std::string>* out) {
   const json* v = f.get("stop");
   if (v == nullptr) return std::nullopt;
@@ -110,10 +116,13 @@ std::optional<ApiError> parse_logit_bias(const Fields& f, uint32_t n_vocab, std:
   if (!v->is_object()) return bad("logit_bias", "'logit_bias' must be an object mapping token ids to numbers");
   for (auto it = v->begin(); it != v->end(); ++it) {
     const std::string& key = it.key();
-    char* end = nullptr;
-    errno = 0;
-    const long long id = key.empty() ? -1 : std::strtoll(key.c_str(), &end, 10);
-    if (key.empty() || errno != 0 || *end != '\0' || id < 0 || id >= static_cast<long long>(n_vocab))
+    // Decimal digits only, without sign, space or leading zero: strtoll also read " 1", "+1" and "01"
+    // as token 1, so one token could be biased twice, which the generation refused only after a
+    // stream's 200. Written one way only, two keys are two tokens.
+    const bool decimal = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos &&
+                         (key == "0" || key[0] != '0');
+    const long long id = decimal ? std::stoll(key) : -1;
+    if (id < 0 || id >= static_cast<long long>(n_vocab))
       return bad("logit_bias", "'logit_bias' key '" + key + "' is not a token id of this model (0.." +
                                    std::to_string(n_vocab - 1) + ")");
     if (!it.value().is_number()) return bad("logit_bias", "'logit_bias' values must be numbers");
@@ -277,10 +286,19 @@ std::optional<ApiError> parse_tools(const Fields& f, json* tools, json* forced, 
   return std::nullopt;
 }
 
+// The grammar sampler's own checks, made before any answer is under way: a stream's 200 cannot be
+// taken back when the generation refuses the grammar.
+std::optional<ApiError> check_gbnf(const std::string& param, const std::string& gbnf) {
+  char err[512] = "";
+  if (lmrt_grammar_check(gbnf.c_str(), err, sizeof err) == LMRT_OK) return std::nullopt;
+  return bad(param, "'" + param + "': " + err);
+}
+
 std::optional<ApiError> check_schema(const std::string& param, const std::string& schema) {
   std::string error;
-  if (json_schema_grammar(schema, &error)) return std::nullopt;
-  return bad(param, "'" + param + "': " + error);
+  auto gbnf = json_schema_grammar(schema, &error);
+  if (!gbnf) return bad(param, "'" + param + "': " + error);
+  return check_gbnf(param, *gbnf);
 }
 
 // OpenAI's response_format, and llama.cpp's grammar and json_schema fields.
@@ -309,6 +327,8 @@ std::optional<ApiError> parse_constraints(const Fields& f, SamplingParams* s) {
     if (!g->is_string()) return bad("grammar", "'grammar' must be a string (GBNF)");
     if (!s->json_schema.empty()) return bad("grammar", "'grammar' cannot be combined with 'response_format' JSON");
     s->grammar = g->get<std::string>();
+    RETURN_IF_ERROR(no_nul("grammar", s->grammar));
+    RETURN_IF_ERROR(check_gbnf("grammar", s->grammar));
   }
   if (const json* js = f.get("json_schema")) {
     if (!js->is_object()) return bad("json_schema", "'json_schema' must be a JSON Schema object");
@@ -356,6 +376,7 @@ std::optional<ApiError> parse_chat(const Fields& f, const ModelFacts& model, Api
     std::string error;
     auto grammar = tool_call_grammar(t.tool_format, forced, &error);
     if (!grammar) return bad("tools", error);
+    RETURN_IF_ERROR(check_gbnf("tools", *grammar));
     out->sampling.grammar = std::move(*grammar);
   }
   return std::nullopt;

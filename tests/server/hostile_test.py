@@ -523,6 +523,30 @@ def test_deep_json(binary, model):
         check(srv.stop() == 0, "server exits 0 on SIGTERM")
 
 
+def test_refused_before_the_stream(binary, model):
+    print("request errors refused before a stream's 200")
+    srv = Server(binary, model)
+    cases = [
+        ("grammar", {"grammar": 'root ::= root "a"'}),  # left recursive
+        ("grammar", {"grammar": "root ::= r0\n" + "".join(f"r{i} ::= r{i + 1}\n" for i in range(5000))
+                     + 'r5000 ::= "a"\n'}),  # parses, too deep for the matcher
+        ("logit_bias", {"logit_bias": {"1": 1, " 1": 2}}),  # token 1 twice
+        ("logit_bias", {"logit_bias": {"+1": 1}}),
+        ("grammar", {"grammar": 'root ::= "a"\u0000 x'}),
+    ]
+    try:
+        for param, extra in cases:
+            status, err, _ = request(srv.port, "POST", "/v1/completions",
+                                     {"prompt": "hi", "max_tokens": 4, "stream": True, **extra})
+            got = (err or {}).get("error", {}).get("param")
+            check(status == 400 and got == param, f"streamed {param} {str(extra)[:50]} -> 400 naming it ({status}, {got})")
+        status, _, _ = request(srv.port, "POST", "/v1/completions",
+                               {"prompt": "hi", "max_tokens": 4, "grammar": 'root ::= "a"', "logit_bias": {"1": 1}})
+        check(status == 200, f"a good grammar and logit_bias -> 200 ({status})")
+    finally:
+        check(srv.stop() == 0, "server exits 0 on SIGTERM")
+
+
 # ---- special tokens in messages ----------------------------------------------------------------
 
 def test_chat_injection(binary, model):
@@ -586,7 +610,7 @@ def main():
     t0 = time.time()
     only = sys.argv[3:]
     for test in (test_http_limits, test_connection_limits, test_crowds, test_bounded_work, test_browser_rules,
-                 test_deep_json, test_chat_injection, test_model_file_replaced):
+                 test_deep_json, test_refused_before_the_stream, test_chat_injection, test_model_file_replaced):
         if not only or test.__name__ in only:
             test(binary, model)
     print(f"{'FAILED' if FAILURES else 'PASSED'} in {time.time() - t0:.1f} s"

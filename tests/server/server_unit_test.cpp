@@ -103,6 +103,28 @@ std::string refused_param(const std::string& body) {
   return err->param.empty() ? "(none)" : err->param;
 }
 
+TEST(ServerApiRequest, LogitBiasKeysAreTokenIdsWrittenOneWay) {
+  for (const char* ok : {R"({"0":1})", R"({"1":-100})", R"({"511":2,"1":1})"})
+    EXPECT_EQ(refused_param(std::string(R"({"prompt":"x","logit_bias":)") + ok + "}"), "") << ok;
+  // strtoll read each of these as a token id, so {"1":1," 1":2} biased token 1 twice.
+  for (const char* key : {" 1", "+1", "01", "1 ", "-0", "00", "0x1", "1e0", ""})
+    EXPECT_EQ(refused_param(std::string(R"({"prompt":"x","logit_bias":{"1":1,")") + key + R"(":2}})"), "logit_bias")
+        << "'" << key << "'";
+}
+
+TEST(ServerApiRequest, GrammarsAreCheckedBeforeAnyAnswer) {
+  EXPECT_EQ(refused_param(R"({"prompt":"x","grammar":"root ::= \"a\" [0-9]*"})"), "");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","stream":true,"grammar":"root ::= root \"a\""})"), "grammar");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","stream":true,"grammar":"root ::= ("})"), "grammar");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","stream":true,"grammar":"root ::= nowhere"})"), "grammar");
+  // Parses, but its root expands too deep for the matcher: refused only when the generation began.
+  std::string chain = "root ::= r0\\n";
+  for (int i = 0; i < 5000; ++i)
+    chain.append("r").append(std::to_string(i)).append(" ::= r").append(std::to_string(i + 1)).append("\\n");
+  chain += "r5000 ::= \\\"a\\\"\\n";
+  EXPECT_EQ(refused_param(R"({"prompt":"x","stream":true,"grammar":")" + chain + "\"}"), "grammar");
+}
+
 TEST(ServerApiRequest, DeeplyNestedBodiesAreRefusedAtParse) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(refused_param(R"({"prompt":"x","json_schema":{"a":)" + deep + "}}"), "(none)");

@@ -440,5 +440,21 @@ TEST(GrammarGeneration, BadGrammarsAreClearErrors) {
   EXPECT_EQ(lmrt_generate(h.ctx, &req, nullptr, nullptr, &res), LMRT_ERR_INVALID_ARGUMENT);
 }
 
+TEST(GrammarCheck, RefusesWhatAGenerationWouldRefuseWithoutAModel) {
+  char err[256] = "";
+  EXPECT_EQ(lmrt_grammar_check("root ::= \"a\" [0-9]*", err, sizeof err), LMRT_OK) << err;
+  EXPECT_EQ(lmrt_grammar_check("root ::= \"a\" |\n  (\"b\"", err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("gbnf 2:"), std::string::npos) << err;
+  EXPECT_EQ(lmrt_grammar_check("root ::= root \"a\"", err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(lmrt_grammar_check(nullptr, nullptr, 0), LMRT_ERR_INVALID_ARGUMENT);
+  // Parses, but the root expands too deep: the matcher (built before the vocabulary is used) refuses it.
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 5000; ++i)
+    chain.append("r").append(std::to_string(i)).append(" ::= r").append(std::to_string(i + 1)).append("\n");
+  chain += "r5000 ::= \"a\"\n";
+  EXPECT_EQ(lmrt_grammar_check(chain.c_str(), err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("grammar"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace lmrt

@@ -849,6 +849,12 @@ LMRT_API lmrt_status lmrt_chat_tokenize(const lmrt_model* model, const char* mes
  * names its path), BUFFER_TOO_SMALL. */
 LMRT_API lmrt_status lmrt_json_schema_to_grammar(const char* schema_json, char* buf, size_t capacity, size_t* len,
                                                  char* err, size_t err_size);
+/* Checks GBNF text (NUL-terminated) as lmrt_generate_request.grammar would take it, without a model:
+ * syntax, rule names, limits, left recursion and the expansion of the start rule, so that a caller
+ * (e.g. a server about to answer 200 to a stream) can refuse a bad grammar up front.
+ * err/err_size: optional message buffer (the message lmrt_generate would give).
+ * Errors: INVALID_ARGUMENT (NULL gbnf, or the grammar's error with line:col). */
+LMRT_API lmrt_status lmrt_grammar_check(const char* gbnf, char* err, size_t err_size);
 
 /* ---- many requests at once: the batch engine ---------------------------------------------------
  * An engine runs many generation requests on one context: each request is a sequence of the
