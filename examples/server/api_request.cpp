@@ -98,6 +98,7 @@ std::optional<ApiError> parse_stop(const Fields& f, std::vector<std::string>* ou
   const json* v = f.get("stop");
   if (v == nullptr) return std::nullopt;
   if (v->is_string()) {
+    RETURN_IF_ERROR(no_nul("stop", v->get<std::string>()));
     if (!v->get<std::string>().empty()) out->push_back(v->get<std::string>());
     return std::nullopt;
   }
@@ -105,6 +106,7 @@ std::optional<ApiError> parse_stop(const Fields& f, std::vector<std::string>* ou
   if (v->size() > kMaxStops) return bad("stop", "'stop' has more than " + std::to_string(kMaxStops) + " strings");
   for (const auto& s : *v) {
     if (!s.is_string()) return bad("stop", "'stop' must be a string or an array of strings");
+    RETURN_IF_ERROR(no_nul("stop", s.get<std::string>()));
     if (!s.get<std::string>().empty()) out->push_back(s.get<std::string>());
   }
   return std::nullopt;
@@ -456,6 +458,7 @@ std::optional<ApiError> parse_fields(const json& body, Endpoint endpoint, const 
   if (const json* spec = f.get("samplers")) {
     if (!spec->is_string()) return bad("samplers", "'samplers' must be a string (an lmrt sampler chain)");
     s.samplers = spec->get<std::string>();
+    RETURN_IF_ERROR(no_nul("samplers", s.samplers));
     char err[512] = "";
     lmrt_sampler* probe = nullptr;
     if (lmrt_sampler_create(s.samplers.c_str(), 0, &probe, err, sizeof err) != LMRT_OK)

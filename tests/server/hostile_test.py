@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """`lmrt serve` against hostile clients, over real HTTP on 127.0.0.1 (Python standard library only).
 
-Usage: hostile_test.py LMRT_BINARY MODEL
+Usage: hostile_test.py LMRT_BINARY MODEL [TEST_NAME...]
 Checks each HTTP limit (header and body size, header and body time, idle keep-alive time,
 connections in total and per client address, listen backlog), pipelining, bad Content-Length
-values, 500 trickling connections, 200 simultaneous connections, the fixed thread count, the
-max_tokens cap, the per-request timeout, cancellation of streamed and non-streamed requests whose
-client left, the SIGTERM drain, and the browser rules (JSON only, Host, CORS, API key from a file
-or the environment). Other client addresses are 127.0.0.2.. (all of 127/8 is loopback on Linux).
+values and two Content-Length headers, 500 trickling connections, 200 simultaneous connections,
+the fixed thread count, the max_tokens cap, the per-request timeout, cancellation of streamed and
+non-streamed requests whose client left, the SIGTERM drain, the browser rules (JSON only, Host,
+CORS, API key from a file or the environment), deeply nested JSON bodies, and request fields
+refused before a stream's 200. Other client addresses are 127.0.0.2.. (all of 127/8 is loopback
+on Linux).
 """
 import json
 import os
@@ -532,7 +534,9 @@ def test_refused_before_the_stream(binary, model):
                      + 'r5000 ::= "a"\n'}),  # parses, too deep for the matcher
         ("logit_bias", {"logit_bias": {"1": 1, " 1": 2}}),  # token 1 twice
         ("logit_bias", {"logit_bias": {"+1": 1}}),
+        ("stop", {"stop": ["e\u0000zzz"]}),  # was cut at the NUL
         ("grammar", {"grammar": 'root ::= "a"\u0000 x'}),
+        ("samplers", {"samplers": "greedy\u0000 x"}),
     ]
     try:
         for param, extra in cases:

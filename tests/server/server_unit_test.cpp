@@ -125,6 +125,15 @@ TEST(ServerApiRequest, GrammarsAreCheckedBeforeAnyAnswer) {
   EXPECT_EQ(refused_param(R"({"prompt":"x","stream":true,"grammar":")" + chain + "\"}"), "grammar");
 }
 
+TEST(ServerApiRequest, NulIsRefusedWhereTheLibraryReadsACString) {
+  // Cut at the NUL, "e\0zzz" stopped at the first "e".
+  EXPECT_EQ(refused_param(R"({"prompt":"x","stop":"e\u0000zzz"})"), "stop");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","stop":["a","e\u0000"]})"), "stop");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","grammar":"root ::= \"a\"\u0000garbage"})"), "grammar");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","samplers":"greedy\u0000 nonsense"})"), "samplers");
+  EXPECT_EQ(refused_param(R"({"prompt":"x","stop":"e","samplers":"greedy"})"), "");
+}
+
 TEST(ServerApiRequest, DeeplyNestedBodiesAreRefusedAtParse) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(refused_param(R"({"prompt":"x","json_schema":{"a":)" + deep + "}}"), "(none)");
