@@ -391,7 +391,12 @@ void HttpServer::reap_slow_clients() {
 void HttpServer::stop_accepting() {
   if (daemon_ == nullptr) return;
   const MHD_socket fd = MHD_quiesce_daemon(daemon_);
-  if (fd != MHD_INVALID_SOCKET) close(fd);
+  if (fd == MHD_INVALID_SOCKET) return;
+  // Refuse new connections now, but close the socket only after MHD_stop_daemon: the event threads take
+  // it out of their epoll sets after the quiesce, and a closed socket has already left them, which
+  // libmicrohttpd treats as fatal ("Failed to remove listen FD from epoll set": an abort at SIGTERM).
+  shutdown(fd, SHUT_RDWR);
+  quiesced_fd_ = fd;
 }
 
 void HttpServer::stop() {
@@ -404,6 +409,8 @@ void HttpServer::stop() {
   if (reaper_.joinable()) reaper_.join();
   MHD_stop_daemon(daemon_);
   daemon_ = nullptr;
+  if (quiesced_fd_ >= 0) close(quiesced_fd_);
+  quiesced_fd_ = -1;
 }
 
 }  // namespace server

@@ -123,6 +123,7 @@ class HttpServer {
   Handler handler_;
   std::function<void(int)> on_status_;
   MHD_Daemon* daemon_ = nullptr;
+  int quiesced_fd_ = -1;  // the listening socket stop_accepting() took back, closed by stop()
   std::atomic<size_t> active_{0};
 
   std::mutex conn_mu_;
