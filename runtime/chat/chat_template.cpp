@@ -7,18 +7,14 @@
 #include "runtime/chat/jinja_interpreter.h"
 #include "runtime/chat/jinja_json.h"
 #include "runtime/chat/jinja_parser.h"
+#include "runtime/util/bounded_json.h"
 
 namespace lmrt {
 
 namespace {
 
 Status parse_json(std::string_view text, const char* what, nlohmann::ordered_json* out) {
-  try {
-    *out = nlohmann::ordered_json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    return Error(Code::invalid_argument, std::string(what) + " is not valid JSON: " + e.what());
-  }
-  return Status::Ok();
+  return parse_bounded_json(text, what, out);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/grammar/gbnf_parser.h"
+#include "runtime/util/bounded_json.h"
 
 namespace lmrt {
 namespace {
@@ -529,11 +530,7 @@ class SchemaTranslator {
 
 Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf) {
   Json root;
-  try {
-    root = Json::parse(schema);
-  } catch (const std::exception& e) {
-    return Error(Code::invalid_argument, std::string("json schema: not valid JSON: ") + e.what());
-  }
+  LMRT_RETURN_IF_ERROR(parse_bounded_json(schema, "json schema", &root));
   SchemaTranslator t(root);
   return t.translate(gbnf);
 }

@@ -247,6 +247,15 @@ TEST(JsonSchema, RefusesWhatItCannotEnforce) {
   EXPECT_NE(err(R"({"type":"object","required":["a"]})").find("'a' has no schema"), std::string::npos);
   EXPECT_NE(err(R"({"type":"string","format":"hostname"})").find("format 'hostname'"), std::string::npos);
   EXPECT_NE(err("false").find("admits no value"), std::string::npos);
+  // A deep value (a const, an enum, a default) is refused at parse: its copies and dump() recursed per
+  // level and overflowed the stack (a crash inside lmrt_json_schema_to_grammar).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string& schema :
+       {"{\"const\": " + deep + "}", "{\"enum\": [" + deep + "]}", "{\"type\":\"string\",\"default\": " + deep + "}"})
+    EXPECT_NE(err(schema.c_str()).find("nests JSON deeper than 256 levels"), std::string::npos);
+  std::string nested = "{}";  // 250 levels of arrays around an object still convert
+  for (int i = 0; i < 249; ++i) nested = "[" + nested + "]";
+  EXPECT_TRUE(json_schema_to_gbnf("{\"const\": " + nested + "}", &gbnf).ok());
 }
 
 TEST(JsonSchema, IntegerRangesAreExact) {
