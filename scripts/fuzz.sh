@@ -36,7 +36,7 @@ declare -A sources=(
   [fuzz_sampler_spec]="${spec[*]}"
   [fuzz_plugin_config]=""
   [fuzz_chat_template]="${chat[*]} ${reader[*]} ${formats[*]}"
-  [fuzz_server_request]="examples/server/api_request.cpp examples/server/chat_template.cpp examples/server/prompt_tokens.cpp
+  [fuzz_server_request]="examples/server/api_request.cpp examples/server/bounded_json.cpp examples/server/chat_template.cpp examples/server/prompt_tokens.cpp
     examples/server/tool_call_grammar.cpp examples/server/tool_calls.cpp"
   [fuzz_context_state]="runtime/generate/state_blob.cpp runtime/cache/sha256.cpp"
 )
