@@ -23,7 +23,7 @@ class PenaltiesSampler final : public Sampler {
     if (params_.last_n <= 0 || counts_.size() >= static_cast<size_t>(n_vocab)) return Status::Ok();
     // Counted afresh from the window: tokens accepted before the vocabulary was known count from now on.
     counts_.assign(static_cast<size_t>(n_vocab), 0);
-    for (size_t i = 0; i < window_count_; ++i) count(window_[(head_ + window_.size() - 1 - i) % window_.size()], 1);
+    count_window(1);
     return Status::Ok();
   }
   Status apply(CandidateArray& c, Rng&) override {
@@ -59,7 +59,7 @@ class PenaltiesSampler final : public Sampler {
   }
   void reset() override {
     // Undo the window's counts rather than clearing a vocabulary-sized array.
-    for (size_t i = 0; i < window_count_; ++i) count(window_[(head_ + window_.size() - 1 - i) % window_.size()], -1);
+    count_window(-1);
     window_count_ = 0;
     head_ = 0;
   }
@@ -71,6 +71,10 @@ class PenaltiesSampler final : public Sampler {
  private:
   void count(int32_t token, int32_t delta) {
     if (static_cast<size_t>(token) < counts_.size()) counts_[static_cast<size_t>(token)] += delta;
+  }
+  // Every token in the window: slots [0, window_count_) (the ring fills from slot 0 and is whole once it wraps).
+  void count_window(int32_t delta) {
+    for (size_t i = 0; i < window_count_; ++i) count(window_[i], delta);
   }
 
   PenaltyParams params_;

@@ -48,8 +48,6 @@ size_t utf8_find_invalid(std::string_view s) {
 }
 
 std::string printable_utf8(std::string_view s, size_t max_bytes) {
-  if (s.size() <= max_bytes && s.find('\0') == std::string_view::npos && utf8_find_invalid(s) == std::string_view::npos)
-    return std::string(s);
   std::string out;
   out.reserve(std::min(s.size(), max_bytes) + 8);
   for (size_t i = 0; i < s.size();) {

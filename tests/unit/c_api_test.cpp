@@ -426,8 +426,7 @@ TEST(CApi, VersionsAndStatusStrings) {
 // LMRT_ISA names when the CPU has it; an unknown or unavailable name changes nothing.
 TEST(CApi, IsaIsTheBestThisCpuRunsOrTheOneLmrtIsaForces) {
   using lmrt::simd::Isa;
-  const char* saved = std::getenv("LMRT_ISA");
-  const std::string restore = saved != nullptr ? saved : "";
+  const lmrt::test::ScopedEnv restore("LMRT_ISA");
   unsetenv("LMRT_ISA");
   const std::string best = lmrt_isa();
   std::string expected = "scalar";
@@ -446,10 +445,6 @@ TEST(CApi, IsaIsTheBestThisCpuRunsOrTheOneLmrtIsaForces) {
   EXPECT_STREQ(lmrt_isa(), "scalar");  // always available
   setenv("LMRT_ISA", "avx9000", 1);
   EXPECT_EQ(std::string(lmrt_isa()), best);
-  if (saved != nullptr)
-    setenv("LMRT_ISA", restore.c_str(), 1);
-  else
-    unsetenv("LMRT_ISA");
 }
 
 }  // namespace

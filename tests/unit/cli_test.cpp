@@ -108,8 +108,7 @@ TEST(Cli, LogitsOutputNeverReplacesWhatIsNotItsOwn) {
 
 // bench names the kernels it ran in both of its tables (lmrt_isa), and says when LMRT_ISA was not honoured.
 TEST(Cli, BenchNamesTheIsaItRan) {
-  const char* saved = std::getenv("LMRT_ISA");
-  const std::string restore = saved != nullptr ? saved : "";
+  const lmrt::test::ScopedEnv restore("LMRT_ISA");
   const std::string m = model("stories260K.gguf");
   setenv("LMRT_ISA", "scalar", 1);
   CliRun one = run_cli("bench -m " + m + " -t 1 -p 4 -n 4 --reps 1 --json");
@@ -128,10 +127,6 @@ TEST(Cli, BenchNamesTheIsaItRan) {
   EXPECT_NE(bogus.err.find("LMRT_ISA=avx9000 is not an instruction set this CPU runs; running " + best),
             std::string::npos)
       << bogus.err;
-  if (saved != nullptr)
-    setenv("LMRT_ISA", restore.c_str(), 1);
-  else
-    unsetenv("LMRT_ISA");
 }
 
 // Every tensor type of llama.cpp's Q3_K_M file, by name (../shared/models/quant/types.tsv).
