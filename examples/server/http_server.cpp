@@ -339,7 +339,10 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
   sockaddr_storage addr{};
   auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  // poll(), not epoll: with epoll, MHD_quiesce_daemon (at SIGTERM) and an event thread both take the listen
+  // socket out of that thread's epoll set, unsynchronised, and the loser aborts the process ("Failed to
+  // remove listen FD from epoll set", libmicrohttpd 0.9.75 to 1.0). With poll() quiescing only sets a flag.
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
   // No MHD_USE_ERROR_LOG: every client that hangs up would write a line, a log flood on demand.
   if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
@@ -392,9 +395,7 @@ void HttpServer::stop_accepting() {
   if (daemon_ == nullptr) return;
   const MHD_socket fd = MHD_quiesce_daemon(daemon_);
   if (fd == MHD_INVALID_SOCKET) return;
-  // Refuse new connections now, but close the socket only after MHD_stop_daemon: the event threads take
-  // it out of their epoll sets after the quiesce, and a closed socket has already left them, which
-  // libmicrohttpd treats as fatal ("Failed to remove listen FD from epoll set": an abort at SIGTERM).
+  // Refuse new connections now; close the socket only after MHD_stop_daemon, which may still poll it.
   shutdown(fd, SHUT_RDWR);
   quiesced_fd_ = fd;
 }

@@ -6,7 +6,7 @@ Checks each HTTP limit (header and body size, header and body time, idle keep-al
 connections in total and per client address, listen backlog), pipelining, bad Content-Length
 values and two Content-Length headers, 500 trickling connections, 200 simultaneous connections,
 the fixed thread count, the max_tokens cap, the per-request timeout, cancellation of streamed and
-non-streamed requests whose client left, the SIGTERM drain, the browser rules (JSON only, Host,
+non-streamed requests whose client left, the SIGTERM drain (also amid new connections), the browser rules (JSON only, Host,
 CORS, API key from a file or the environment), deeply nested JSON bodies, and request fields
 refused before a stream's 200. Other client addresses are 127.0.0.2.. (all of 127/8 is loopback
 on Linux).
@@ -425,6 +425,63 @@ def test_bounded_work(binary, model):
 
 # ---- browser safety ----------------------------------------------------------------------------
 
+# Run in the server: every epoll_ctl(EPOLL_CTL_DEL) made by the main thread (the one that takes SIGTERM and
+# stops accepting) waits 200 ms, so an event thread gets there first if both remove the listen socket.
+SLOW_MAIN_THREAD_EPOLL_DEL = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) {
+  int (*real)(int, int, int, struct epoll_event*) =
+      (int (*)(int, int, int, struct epoll_event*))dlsym(RTLD_NEXT, "epoll_ctl");
+  if (op == EPOLL_CTL_DEL && syscall(SYS_gettid) == getpid()) usleep(200000);
+  return real(epfd, op, fd, event);
+}
+"""
+
+
+def test_sigterm_while_busy(binary, model):
+    print("SIGTERM while the event threads are busy")
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        check(False, "a C compiler for the epoll_ctl shim (cc, gcc or clang on PATH)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "shim.c"), "w") as f:
+            f.write(SLOW_MAIN_THREAD_EPOLL_DEL)
+        shim = os.path.join(tmp, "shim.so")
+        subprocess.run([cc, "-shared", "-fPIC", "-o", shim, os.path.join(tmp, "shim.c"), "-ldl"], check=True)
+        for attempt in range(2):
+            srv = Server(binary, model, "--grace", "1", env={**os.environ, "LD_PRELOAD": shim})
+            stop = threading.Event()
+
+            def hammer():
+                while not stop.is_set():
+                    try:
+                        s = connect(srv.port, timeout=1)
+                        s.sendall(get("/health"))
+                        s.recv(64)
+                        s.close()
+                    except OSError:
+                        pass
+
+            threads = [threading.Thread(target=hammer) for _ in range(6)]
+            for t in threads:
+                t.start()
+            time.sleep(0.3)
+            srv.proc.send_signal(signal.SIGTERM)
+            try:
+                code = srv.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                code = None
+            stop.set()
+            for t in threads:
+                t.join()
+            check(srv.stop() == 0, f"exit 0 at SIGTERM amid connections, slow main thread (try {attempt + 1}: {code})")
+
+
 def test_browser_rules(binary, model):
     print("browser safety: JSON only, Host, CORS, API key from a file and the environment")
     with tempfile.NamedTemporaryFile("w", suffix=".key", delete=False) as f:
@@ -613,7 +670,8 @@ def main():
     binary, model = sys.argv[1], sys.argv[2]
     t0 = time.time()
     only = sys.argv[3:]
-    for test in (test_http_limits, test_connection_limits, test_crowds, test_bounded_work, test_browser_rules,
+    for test in (test_http_limits, test_connection_limits, test_crowds, test_bounded_work, test_sigterm_while_busy,
+                 test_browser_rules,
                  test_deep_json, test_refused_before_the_stream, test_chat_injection, test_model_file_replaced):
         if not only or test.__name__ in only:
             test(binary, model)

@@ -42,11 +42,11 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, model, *extra):
+    def __init__(self, binary, model, *extra, env=None):
         self.port = free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="lmrt-serve-", suffix=".log", delete=False)
         self.proc = subprocess.Popen([binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", str(self.port),
-                                      *extra], stdout=self.log, stderr=subprocess.STDOUT)
+                                      *extra], stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
