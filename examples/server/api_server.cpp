@@ -1,5 +1,6 @@
 #include "api_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -140,6 +141,17 @@ bool run_all(const Lane& lane, uint32_t n_ctx, const ApiRequest& r, const std::v
   return run_on_context(lane.shift_ctx, r, prompt_ids, sink, totals);
 }
 
+HttpResponse busy_response() {
+  return error_response(make_error(429, "the server is busy: every context is in use and the wait queue is full",
+                                   "server_busy", "rate_limit_exceeded"));
+}
+
+std::vector<std::pair<std::string, std::string>> cors_headers(const AccessPolicy& policy, const std::string& origin) {
+  if (auto allow = cors_allow_origin(policy, origin))
+    return {{"Access-Control-Allow-Origin", *allow}, {"Vary", "Origin"}};
+  return {};
+}
+
 ApiError generation_error(const ChoiceResult& r) {
   const bool client_fault =
       r.status == LMRT_ERR_INVALID_ARGUMENT || r.status == LMRT_ERR_BAD_UTF8 || r.status == LMRT_ERR_CONTEXT_FULL;
@@ -186,7 +198,10 @@ ApiServer::ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts fact
       policy_(std::move(policy)),
       timeout_s_(timeout_s),
       metrics_(metrics),
-      started_(now_seconds()) {}
+      started_(now_seconds()),
+      max_piece_bytes_(max_text_bytes_per_token(model)),
+      // As many as the pool takes (its workers and queue), so that a burst it would take is not refused here.
+      preparing_(pool->stats().max_queue + pool->stats().idle + pool->stats().busy) {}
 
 std::string ApiServer::next_id(Endpoint ep) {
   const uint64_t n = counter_.fetch_add(1);
@@ -211,6 +226,7 @@ HttpResponse ApiServer::health() const {
             {"slots_idle", s.idle},
             {"slots_busy", s.busy},
             {"queued", s.queued},
+            {"preparing", preparing_.pending()},
             {"queue_limit", s.max_queue}};
   if (pool_->batched()) {
     body["sequences_busy"] = s.sequences_busy;
@@ -226,7 +242,7 @@ HttpResponse ApiServer::metrics() const {
   MetricsGauges g;
   g.slots_busy = s.busy;
   g.slots_total = s.idle + s.busy;
-  g.queued = s.queued + s.engine_queued;
+  g.queued = s.queued + s.engine_queued + preparing_.pending();
   g.queue_limit = s.max_queue;
   g.kv_cells_total = uint64_t{facts_.n_ctx} * g.slots_total;
   if (pool_->batched()) {  // the engine's own view: busy sequences and the shared arena's cells
@@ -252,10 +268,7 @@ HttpOutcome ApiServer::handle(const HttpRequest& req) {
     out = HttpOutcome{};
     out.response = error_response(make_error(500, "internal error", "server_error"));
   }
-  if (auto allow = cors_allow_origin(policy_, req.header("origin"))) {
-    out.response.headers.emplace_back("Access-Control-Allow-Origin", *allow);
-    out.response.headers.emplace_back("Vary", "Origin");
-  }
+  for (auto& header : cors_headers(policy_, req.header("origin"))) out.response.headers.push_back(std::move(header));
   return out;
 }
 
@@ -314,37 +327,55 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
                                              "invalid_request_error", "unsupported_media_type"));
     return out;
   }
-  auto request = std::make_shared<ApiRequest>();
-  if (auto err = parse_api_request(http.body, ep, facts_, request.get())) {
-    out.response = error_response(*err);
+  // Everything else is read on the preparation thread, which answers (errors included) through the exchange.
+  auto exchange = std::make_shared<Exchange>(cors_headers(policy_, http.header("origin")));
+  auto body = std::make_shared<std::string>(http.body);
+  const bool queued = preparing_.submit([this, body, ep, exchange](bool abandon) {
+    if (abandon) return exchange->answer(error_response(stop_error(StopCause::kShutdown, timeout_s_)));
+    if (exchange->client_gone()) return exchange->drop();
+    prepare(*body, ep, exchange);
+  });
+  if (!queued) {
+    out.response = pool_->stopping() ? error_response(stop_error(StopCause::kShutdown, timeout_s_)) : busy_response();
     return out;
   }
+  out.kind = HttpOutcome::kLater;
+  out.exchange = exchange;
+  return out;
+}
+
+void ApiServer::prepare(const std::string& body, Endpoint ep, const std::shared_ptr<Exchange>& exchange) {
+  auto request = std::make_shared<ApiRequest>();
+  if (auto err = parse_api_request(body, ep, facts_, request.get())) return exchange->answer(error_response(*err));
 
   // Refuse prompts that cannot fit before queueing, so the client gets a 400 and not a stream
   // that ends at once.
+  auto too_long = [&](const std::string& tokens) {
+    ApiError e = make_error(400,
+                            "the prompt has " + tokens + " tokens but the context holds " +
+                                std::to_string(facts_.n_ctx) + " (and at least one must be generated)",
+                            "invalid_request_error", "context_length_exceeded");
+    e.param = ep == Endpoint::kChat ? "messages" : "prompt";
+    exchange->answer(error_response(e));
+  };
   auto prompt_ids = std::make_shared<std::vector<std::vector<int32_t>>>();
   for (const std::string& prompt : request->prompts) {
+    // Every token stands for at most max_piece_bytes_ of the text: a longer text cannot fit, and is
+    // refused without tokenizing it (seconds for 4 MB).
+    if (ep != Endpoint::kChat && prompt.size() / max_piece_bytes_ >= facts_.n_ctx)
+      return too_long("at least " + std::to_string(prompt.size() / max_piece_bytes_) + " (" +
+                      std::to_string(prompt.size()) + " bytes)");
     std::string why;
     auto ids = ep == Endpoint::kChat ? std::optional<std::vector<int32_t>>(request->chat_tokens)
                                      : tokenize_prompt_parts(model_, {PromptPart{prompt, false}}, {}, &why);
-    if (!ids) {
-      out.response = error_response(make_error(400, "the prompt cannot be tokenized: " + why, "invalid_request_error"));
-      return out;
-    }
+    if (!ids)
+      return exchange->answer(
+          error_response(make_error(400, "the prompt cannot be tokenized: " + why, "invalid_request_error")));
     const size_t n = ids->size();
     prompt_ids->push_back(std::move(*ids));
-    if (n >= facts_.n_ctx) {
-      ApiError e = make_error(400,
-                              "the prompt has " + std::to_string(n) + " tokens but the context holds " +
-                                  std::to_string(facts_.n_ctx) + " (and at least one must be generated)",
-                              "invalid_request_error", "context_length_exceeded");
-      e.param = ep == Endpoint::kChat ? "messages" : "prompt";
-      out.response = error_response(e);
-      return out;
-    }
+    if (n >= facts_.n_ctx) return too_long(std::to_string(n));
   }
 
-  auto exchange = std::make_shared<Exchange>();
   const ResponseMeta meta{next_id(ep), now_seconds(), model_id_};
   const LogprobFormatter fmt(model_);
   const bool want_lp = request->sampling.logprobs >= 0;
@@ -404,7 +435,6 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
       exchange->answer(json_response(full_response(ep, meta, json(std::move(choices)),
                                                    usage_object(totals.prompt_tokens, totals.completion_tokens))));
     };
-    out.kind = HttpOutcome::kLater;
   } else {
     job = [request, prompt_ids, exchange, meta, logprobs_json, ep, stop_cause, timeout_s, metrics, n_ctx](
               const Lane& lane, bool abandon) {
@@ -483,23 +513,17 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
       send("[DONE]");
       exchange->end();
     };
-    out.kind = HttpOutcome::kStream;
-    out.response.content_type = "text/event-stream";
-    out.response.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
   }
-  if (!pool->submit(std::move(job))) {
-    out = HttpOutcome{};
-    if (pool->stopping()) {
-      out.response = error_response(stop_error(StopCause::kShutdown, timeout_s_));
-      return out;
-    }
-    out.response =
-        error_response(make_error(429, "the server is busy: every context is in use and the wait queue is full",
-                                  "server_busy", "rate_limit_exceeded"));
-    return out;
+  if (!pool->submit(std::move(job)))
+    return exchange->answer(pool->stopping() ? error_response(stop_error(StopCause::kShutdown, timeout_s_))
+                                             : busy_response());
+  // The job may have written already: its bytes wait for the head.
+  if (request->stream) {
+    HttpResponse head;
+    head.content_type = "text/event-stream";
+    head.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+    exchange->begin_stream(std::move(head));
   }
-  out.exchange = exchange;
-  return out;
 }
 
 }  // namespace server

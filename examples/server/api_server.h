@@ -1,16 +1,19 @@
-// The routes of the OpenAI-compatible API as an HttpServer handler: access checks, then quick
-// answers on the event loop and generations handed to the pool's workers.
+// The routes of the OpenAI-compatible API as an HttpServer handler: access checks and quick answers
+// on the event loop; generation requests are read on the preparation thread and handed to the pool's
+// workers.
 #pragma once
 
 #include <lmrt/lmrt.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "access_policy.h"
 #include "api_request.h"
 #include "context_pool.h"
 #include "http_server.h"
+#include "preparation_queue.h"
 #include "server_metrics.h"
 
 namespace server {
@@ -27,6 +30,8 @@ class ApiServer {
  private:
   HttpOutcome route(const HttpRequest& req);
   HttpOutcome generate(const HttpRequest& req, Endpoint ep);
+  // On the preparation thread: parses, tokenizes and checks the request, then queues its generation.
+  void prepare(const std::string& body, Endpoint ep, const std::shared_ptr<Exchange>& exchange);
   HttpResponse models() const;
   HttpResponse health() const;
   HttpResponse metrics() const;
@@ -40,7 +45,9 @@ class ApiServer {
   unsigned timeout_s_;
   ServerMetrics* metrics_;
   int64_t started_;
+  size_t max_piece_bytes_;  // the most bytes of text one token stands for
   std::atomic<uint64_t> counter_{0};
+  PreparationQueue preparing_;  // last: its thread uses the members above and is joined first
 };
 
 }  // namespace server

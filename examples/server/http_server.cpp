@@ -88,9 +88,19 @@ void Exchange::resume_locked() {
 
 void Exchange::answer(HttpResponse response) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (done_) return;
+  if (done_ || head_given_) return;
   answer_ = std::move(response);
-  done_ = true;
+  answer_.headers.insert(answer_.headers.end(), headers_.begin(), headers_.end());
+  done_ = answered_ = true;
+  resume_locked();
+}
+
+void Exchange::begin_stream(HttpResponse head) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (answered_ || dropped_ || head_given_) return;
+  answer_ = std::move(head);
+  answer_.headers.insert(answer_.headers.end(), headers_.begin(), headers_.end());
+  head_given_ = true;
   resume_locked();
 }
 
@@ -252,35 +262,38 @@ struct HttpGlue {
       ex->connection_ = c;
       const MHD_ConnectionInfo* fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
       ex->fd_ = fd != nullptr ? fd->connect_fd : -1;
-      if (out.kind == HttpOutcome::kStream) {
-        ex->streamed_ = true;
-        MHD_Response* res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, read_stream,
-                                                              new std::shared_ptr<Exchange>(out.exchange), free_stream);
-        if (res == nullptr) return MHD_NO;
-        if (!out.response.content_type.empty())
-          MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, out.response.content_type.c_str());
-        for (const auto& [name, value] : out.response.headers)
-          MHD_add_response_header(res, name.c_str(), value.c_str());
-        if (self->on_status_) self->on_status_(out.response.status);
-        const MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(out.response.status), res);
-        MHD_destroy_response(res);
-        return ok;
-      }
-      if (ex->done_) return ex->dropped_ ? MHD_NO : answer(self, c, ex->answer_);
-      ex->suspended_ = true;
-      MHD_suspend_connection(c);
-      return MHD_YES;
+      return serve_deferred(self, c, state->exchange);
     }
     // Called again after a deferred answer resumed the connection.
     if (state->exchange) {
-      Exchange* ex = state->exchange.get();
-      std::lock_guard<std::mutex> lock(ex->mu_);
-      // MHD_NO closes the connection.
-      if (ex->done_) return ex->dropped_ ? MHD_NO : answer(self, c, ex->answer_);
-      ex->suspended_ = true;
-      MHD_suspend_connection(c);
-      return MHD_YES;
+      std::lock_guard<std::mutex> lock(state->exchange->mu_);
+      return serve_deferred(self, c, state->exchange);
     }
+    return MHD_YES;
+  }
+
+  // A deferred request, with its exchange's lock held: the stream's head or the answer once given,
+  // else the connection waits suspended until the exchange resumes it. MHD_NO closes the connection.
+  static MHD_Result serve_deferred(HttpServer* self, MHD_Connection* c, const std::shared_ptr<Exchange>& exchange) {
+    Exchange* ex = exchange.get();
+    if (ex->head_given_ && !ex->streamed_) {
+      ex->streamed_ = true;
+      const HttpResponse& head = ex->answer_;
+      MHD_Response* res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, read_stream,
+                                                            new std::shared_ptr<Exchange>(exchange), free_stream);
+      if (res == nullptr) return MHD_NO;
+      if (!head.content_type.empty())
+        MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, head.content_type.c_str());
+      for (const auto& [name, value] : head.headers) MHD_add_response_header(res, name.c_str(), value.c_str());
+      if (self->on_status_) self->on_status_(head.status);
+      const MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(head.status), res);
+      MHD_destroy_response(res);
+      return ok;
+    }
+    if (ex->answered_) return answer(self, c, ex->answer_);
+    if (ex->dropped_) return MHD_NO;
+    ex->suspended_ = true;
+    MHD_suspend_connection(c);
     return MHD_YES;
   }
 

@@ -1,4 +1,4 @@
-// The HTTP layer of `lmrt serve`: GNU libmicrohttpd driven by a fixed pool of event loops (epoll),
+// The HTTP layer of `lmrt serve`: GNU libmicrohttpd driven by a fixed pool of event loops (poll),
 // with every limit a hostile client could otherwise stretch (header size, body size, header and
 // body time, idle keep-alive time, connections in total and per client address, listen backlog).
 // Handlers run on the event loops and must not block: long work is handed to another thread
@@ -54,12 +54,17 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
-// One request answered later from another thread: either once (answer) or as a stream
-// (write ... end) whose head was already given. Thread-safe; the HTTP layer keeps it alive.
+// One request answered later from another thread: either once (answer) or as a stream (begin_stream,
+// write ... end; bytes written before begin_stream wait for it). Thread-safe; the HTTP layer keeps it
+// alive.
 class Exchange {
  public:
+  // `headers` go on whatever answer or stream head is given (CORS, decided with the request).
+  explicit Exchange(std::vector<std::pair<std::string, std::string>> headers = {}) : headers_(std::move(headers)) {}
   // Completes a deferred (not streamed) request.
   void answer(HttpResponse response);
+  // Answers with a stream: `head` gives its status, type and headers; the body is what write() gives.
+  void begin_stream(HttpResponse head);
   // Appends bytes to a streamed answer; false when the client is gone or the exchange cancelled.
   bool write(const std::string& bytes);
   // Ends a streamed answer.
@@ -72,24 +77,27 @@ class Exchange {
 
  private:
   friend struct HttpGlue;
+  const std::vector<std::pair<std::string, std::string>> headers_;
   std::mutex mu_;
   MHD_Connection* connection_ = nullptr;  // null once the connection ended
   int fd_ = -1;
   bool suspended_ = false;
-  bool streamed_ = false;
-  bool done_ = false;     // answer(), end() or drop() was called
-  bool dropped_ = false;  // drop(): close without an answer
+  bool head_given_ = false;  // begin_stream() was called
+  bool streamed_ = false;    // the stream's head went to the connection
+  bool done_ = false;        // answer(), end() or drop() was called
+  bool answered_ = false;    // answer()
+  bool dropped_ = false;     // drop(): close without an answer
   bool gone_ = false;
   std::string pending_;  // streamed bytes not yet handed to the connection
-  HttpResponse answer_;
+  HttpResponse answer_;  // answer()'s, or begin_stream()'s head
   void resume_locked();
 };
 
 // What a handler decides for a request.
 struct HttpOutcome {
-  enum Kind { kNow, kLater, kStream } kind = kNow;
-  HttpResponse response;               // kNow: the answer; kStream: status, type and headers of the stream
-  std::shared_ptr<Exchange> exchange;  // kLater, kStream: the handle given to the worker
+  enum Kind { kNow, kLater } kind = kNow;
+  HttpResponse response;               // kNow: the answer
+  std::shared_ptr<Exchange> exchange;  // kLater: the handle given to the thread that answers
 };
 
 class HttpServer {

@@ -1,5 +1,8 @@
 #include "prompt_tokens.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace server {
 namespace {
 
@@ -76,6 +79,19 @@ std::optional<std::vector<int32_t>> tokenize_prompt_parts(const lmrt_model* mode
   }
   if (!flush()) return std::nullopt;
   return ids;
+}
+
+size_t max_text_bytes_per_token(const lmrt_model* model) {
+  lmrt_model_info info;
+  info.struct_size = sizeof info;
+  size_t longest = 4;
+  if (lmrt_model_get_info(model, &info) != LMRT_OK) return SIZE_MAX;  // no bound
+  for (uint32_t t = 0; t < info.n_vocab; ++t) {
+    size_t len = 0;
+    const lmrt_status st = lmrt_token_to_piece(model, static_cast<int32_t>(t), nullptr, 0, &len);
+    if (st == LMRT_OK || st == LMRT_ERR_BUFFER_TOO_SMALL) longest = std::max(longest, len);
+  }
+  return longest;
 }
 
 }  // namespace server

@@ -5,6 +5,7 @@
 
 #include <lmrt/lmrt.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,5 +26,9 @@ struct PromptPart {
 // joined prompt would be between those control tokens. nullopt with a message on failure.
 std::optional<std::vector<int32_t>> tokenize_prompt_parts(const lmrt_model* model, const std::vector<PromptPart>& parts,
                                                           const std::vector<std::string>& markers, std::string* error);
+
+// The most bytes of text one token stands for: the longest piece, or one character (4 bytes) where a
+// character without a token becomes the unknown token. A text longer than n x this has more than n tokens.
+size_t max_text_bytes_per_token(const lmrt_model* model);
 
 }  // namespace server

@@ -100,8 +100,8 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
          static_cast<double>(reused_tokens_.load()));
   scalar(&out, "lmrt_completion_tokens_total", "Generated tokens.", "counter",
          static_cast<double>(completion_tokens_.load()));
-  scalar(&out, "lmrt_queue_depth", "Requests (or choices) waiting for a context or a sequence.", "gauge",
-         static_cast<double>(g.queued));
+  scalar(&out, "lmrt_queue_depth", "Requests (or choices) being prepared or waiting for a context or a sequence.",
+         "gauge", static_cast<double>(g.queued));
   scalar(&out, "lmrt_queue_limit", "Requests that may wait before the server answers 429.", "gauge",
          static_cast<double>(g.queue_limit));
   scalar(&out, "lmrt_slots_busy", "Sequences (or contexts) generating now.", "gauge",

@@ -8,9 +8,10 @@ values and two Content-Length headers, 500 trickling connections, 200 simultaneo
 the fixed thread count, the max_tokens cap, the per-request timeout, cancellation of streamed and
 non-streamed requests whose client left, the SIGTERM drain (also amid new connections), the browser rules (JSON only, Host,
 CORS, API key from a file or the environment), deeply nested JSON bodies, and request fields
-refused before a stream's 200. Other client addresses are 127.0.0.2.. (all of 127/8 is loopback
+refused before a stream's 200, 4 MB prompts read off the event loops, CORS on generations. Other client addresses are 127.0.0.2.. (all of 127/8 is loopback
 on Linux).
 """
+import http.client
 import json
 import os
 import shutil
@@ -324,6 +325,56 @@ def test_crowds(binary, model):
         check(answered == 200, f"200 simultaneous connections: {answered} answered")
         n_threads = threads_of(srv.proc.pid)
         check(n_threads <= 12, f"still {n_threads} threads afterwards")
+    finally:
+        check(srv.stop() == 0, "server exits 0 on SIGTERM")
+
+
+def test_large_bodies(binary, model):
+    print("large bodies are read off the event loops")
+    srv = Server(binary, model, "--parallel", "1", "--cors-origin", "http://app.example")
+    p = srv.port
+    try:
+        # A 4 MB conversation takes seconds to render and tokenize; a 4 MB completion prompt is refused
+        # from its length alone.
+        text = ("Once upon a time, there was a little girl named Lily. " * 80000)[:(4 << 20) - 200]
+        big = [connect(p), connect(p)]
+        big[0].sendall(post("/v1/chat/completions",
+                            {"messages": [{"role": "user", "content": text}], "max_tokens": 4, "stream": True}))
+        big[1].sendall(post("/v1/completions", {"prompt": text, "max_tokens": 4}))
+        time.sleep(0.3)  # the bodies are in, the conversation is being read
+        t0 = time.time()
+        r = raw(p, get("/health"))
+        health_s = time.time() - t0
+        t0 = time.time()
+        conn = http.client.HTTPConnection("127.0.0.1", p, timeout=60)
+        conn.request("POST", "/v1/completions", body=json.dumps({"prompt": "Once", "max_tokens": 2, "stream": True}),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        r2 = (resp.status, resp.read())
+        conn.close()
+        check(r is not None and r[0] == 200 and health_s < 0.5, f"/health while they are read ({health_s:.3f} s)")
+        answers = [read_response(s, 60) for s in big]
+        for s in big:
+            s.close()
+        check(all(a is not None and a[0] == 400 and b"context_length_exceeded" in a[2] for a in answers),
+              f"both answered 400 context_length_exceeded, the stream before its 200 ({[a and a[0] for a in answers]})")
+        check(r2[0] == 200 and b"[DONE]" in r2[1],
+              f"a small stream queued behind them is served ({r2 and r2[0]}, {time.time() - t0:.1f} s)")
+
+        t0 = time.time()
+        r = raw(p, post("/v1/completions", {"prompt": text, "max_tokens": 4}), limit_s=30)
+        check(r is not None and r[0] == 400 and b"bytes)" in r[2] and time.time() - t0 < 1,
+              f"a 4 MB completion prompt alone: 400 without tokenizing it ({time.time() - t0:.2f} s)")
+
+        origin = {"Origin": "http://app.example"}
+        for stream in (False, True):
+            status, _, resp = request(p, "POST", "/v1/completions", {"prompt": "Once", "max_tokens": 2, "stream": stream},
+                                      headers=origin)
+            check(status == 200 and resp.getheader("Access-Control-Allow-Origin") == "http://app.example",
+                  f"--cors-origin: a {'streamed' if stream else 'whole'} completion carries Access-Control-Allow-Origin")
+        status, _, resp = request(p, "POST", "/v1/completions", {"prompt": "Once", "max_tokens": -1}, headers=origin)
+        check(status == 400 and resp.getheader("Access-Control-Allow-Origin") == "http://app.example",
+              f"--cors-origin: a refused completion carries it too ({status})")
     finally:
         check(srv.stop() == 0, "server exits 0 on SIGTERM")
 
@@ -670,7 +721,8 @@ def main():
     binary, model = sys.argv[1], sys.argv[2]
     t0 = time.time()
     only = sys.argv[3:]
-    for test in (test_http_limits, test_connection_limits, test_crowds, test_bounded_work, test_sigterm_while_busy,
+    for test in (test_http_limits, test_connection_limits, test_crowds, test_large_bodies, test_bounded_work,
+                 test_sigterm_while_busy,
                  test_browser_rules,
                  test_deep_json, test_refused_before_the_stream, test_chat_injection, test_model_file_replaced):
         if not only or test.__name__ in only:

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
+#include "../vocab_vectors.h"
 #include "access_policy.h"
 #include "api_request.h"
 #include "chat_template.h"
@@ -333,6 +336,57 @@ TEST(ServerPromptTokens, TemplateMarkersAloneAreControlTokens) {
   std::vector<int32_t> rest = plain_tokens(h.model, text.substr(cut + 8));
   expected.insert(expected.end(), rest.begin() + 1, rest.end());  // without its BOS
   EXPECT_EQ(ids, expected);
+}
+
+// The server refuses a completion prompt longer than n_ctx x max_text_bytes_per_token without tokenizing
+// it: no text may have fewer tokens than that bound says, on llama.cpp's vectors and on texts made to have
+// few tokens (long pieces repeated) or many (characters without a token, digits, spaces).
+TEST(ServerPromptTokens, NoTokenStandsForMoreTextThanTheBound) {
+  const char* env = std::getenv("LMRT_SHARED_DIR");
+  const std::string vocab = std::string(env != nullptr ? env : LMRT_DEFAULT_SHARED_DIR) + "/vocab/";
+  for (const char* name : {"llama-spm", "llama-bpe", "qwen2", "gpt-2"}) {
+    lmrt_model* m = nullptr;
+    char err[256] = "";
+    ASSERT_EQ(lmrt_model_open((vocab + name + ".gguf").c_str(), nullptr, &m, err, sizeof err), LMRT_OK) << err;
+    const size_t bound = max_text_bytes_per_token(m);
+    std::ifstream in(vocab + "ggml-vocab-" + name + ".gguf.inp", std::ios::binary);
+    std::vector<std::string> texts =
+        lmrt::test::parse_vocab_inp(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    ASSERT_GT(texts.size(), 10u) << name;
+    lmrt_model_info info;
+    info.struct_size = sizeof info;
+    ASSERT_EQ(lmrt_model_get_info(m, &info), LMRT_OK);
+    size_t longest_token = 0;
+    std::string longest_text;
+    for (uint32_t t = 0; t < info.n_vocab; ++t) {
+      char buf[1024];
+      size_t len = 0;
+      if (lmrt_token_to_piece(m, static_cast<int32_t>(t), buf, sizeof buf, &len) == LMRT_OK && len > longest_token) {
+        longest_token = len;
+        longest_text.assign(buf, len);
+      }
+    }
+    EXPECT_EQ(bound, std::max<size_t>(longest_token, 4)) << name;
+    std::string repeated;
+    for (int i = 0; i < 200; ++i) repeated += longest_text;
+    texts.push_back(repeated);
+    texts.push_back(std::string(5000, ' '));
+    texts.push_back(std::string(5000, '7'));
+    std::string rare;
+    for (int i = 0; i < 500; ++i)
+      rare += "\xF0\x9F\xA6\x84\xE9\xBE\x98\xF0\x90\x8D\x88";  // unicorn, dragon, Gothic hwair
+    texts.push_back(rare);
+    size_t tightest = 0;
+    for (const std::string& text : texts) {
+      size_t n = 0;
+      const lmrt_status st = lmrt_tokenize(m, text.data(), text.size(), 0, nullptr, 0, &n);
+      ASSERT_TRUE(st == LMRT_OK || st == LMRT_ERR_BUFFER_TOO_SMALL) << name;
+      EXPECT_LE(text.size(), n * bound) << name << ": " << text.substr(0, 40);
+      if (n > 0) tightest = std::max(tightest, (text.size() + n - 1) / n);
+    }
+    EXPECT_GE(tightest * 2, bound) << name << ": the repeated longest piece comes close to the bound";
+    lmrt_model_close(m);
+  }
 }
 
 // A template that writes bos_token itself: one BOS in the prompt, not two; the user's "</s>" is text.
