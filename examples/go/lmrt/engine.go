@@ -131,6 +131,9 @@ func (e *Engine) SubmitRequestWithFinish(ctx context.Context, r *Request, onText
 	}
 	req := newCRequest(r)
 	defer req.free()
+	if req.err != nil {
+		return 0, req.err
+	}
 	h := cgo.NewHandle(&generation{ctx: ctx, onText: onText, onFinish: onFinish})
 	var id C.uint64_t
 	if s := C.lmrt_go_engine_submit(e.raw, &req.req, C.uintptr_t(h), &id); s != C.LMRT_OK {

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/cgo"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -59,6 +60,44 @@ func CheckABI() error {
 // ISA names the instruction set whose kernels a model or context made now runs: "avx512", "avx2vnni",
 // "avx2", "neon" or "scalar" (the best this CPU has, or the one LMRT_ISA names when the CPU has it).
 func ISA() string { return C.GoString(C.lmrt_isa()) }
+
+// GrammarCheck checks GBNF text as Request.Grammar would take it, without a model (syntax, rule
+// names, limits, left recursion, the start rule's expansion): the error a generation would give, up front.
+func GrammarCheck(gbnf string) error {
+	if strings.IndexByte(gbnf, 0) >= 0 {
+		return &Error{InvalidArgument, "the grammar contains a NUL byte"}
+	}
+	c := C.CString(gbnf)
+	defer C.free(unsafe.Pointer(c))
+	var msg [512]C.char
+	if s := C.lmrt_grammar_check(c, &msg[0], C.size_t(len(msg))); s != C.LMRT_OK {
+		return &Error{Status(s), C.GoString(&msg[0])}
+	}
+	return nil
+}
+
+// JSONSchemaToGrammar gives the GBNF whose sentences are exactly the JSON texts Request.JSONSchema
+// allows for schema, for a grammar of one's own (e.g. a tool call's arguments between markers).
+func JSONSchemaToGrammar(schema string) (string, error) {
+	if strings.IndexByte(schema, 0) >= 0 {
+		return "", &Error{InvalidArgument, "the schema contains a NUL byte"}
+	}
+	c := C.CString(schema)
+	defer C.free(unsafe.Pointer(c))
+	var msg [512]C.char
+	var n C.size_t
+	s := C.lmrt_json_schema_to_grammar(c, nil, 0, &n, &msg[0], C.size_t(len(msg)))
+	if s != C.LMRT_OK && s != C.LMRT_ERR_BUFFER_TOO_SMALL {
+		return "", &Error{Status(s), C.GoString(&msg[0])}
+	}
+	buf := make([]byte, int(n)+1)
+	s = C.lmrt_json_schema_to_grammar(c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n, &msg[0],
+		C.size_t(len(msg)))
+	if s != C.LMRT_OK {
+		return "", &Error{Status(s), C.GoString(&msg[0])}
+	}
+	return string(buf[:n]), nil
+}
 
 // Model is an open model. It may be used by any number of goroutines and contexts at once; close
 // it after every Context made from it is closed.
@@ -226,6 +265,9 @@ func (c *Context) GenerateRequest(ctx context.Context, r *Request, onText func(s
 	}
 	req := newCRequest(r)
 	defer req.free()
+	if req.err != nil {
+		return nil, req.err
+	}
 	var res C.lmrt_generate_result
 	res.struct_size = C.uint32_t(unsafe.Sizeof(res))
 

@@ -76,6 +76,30 @@ func TestISANamesOneOfTheKernelSets(t *testing.T) {
 	}
 }
 
+func TestGrammarsAreCheckedWithoutAModel(t *testing.T) {
+	if err := GrammarCheck(`root ::= "yes" | "no"`); err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if err := GrammarCheck(`root ::= root "a"`); !errors.As(err, &e) || e.Status != InvalidArgument ||
+		!strings.Contains(e.Message, "recursive") {
+		t.Fatalf("left recursion: %v", err)
+	}
+	if err := GrammarCheck("root ::= \"a\"\x00 junk"); err == nil {
+		t.Fatal("a NUL in the grammar was accepted")
+	}
+	gbnf, err := JSONSchemaToGrammar(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	if err != nil || !strings.Contains(gbnf, "root ::=") {
+		t.Fatalf("%q %v", gbnf, err)
+	}
+	if err := GrammarCheck(gbnf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := JSONSchemaToGrammar(`{"type":"object"`); !errors.As(err, &e) || e.Status != InvalidArgument {
+		t.Fatalf("bad JSON: %v", err)
+	}
+}
+
 func TestOpeningAMissingFileIsAnIOError(t *testing.T) {
 	_, err := Open("/nonexistent/model.gguf")
 	var e *Error
@@ -467,6 +491,13 @@ func TestAStopStringEndsTheCompletionBeforeIt(t *testing.T) {
 	}
 	if done.FinishReason != FinishStop || done.Text != full.Text[:at] {
 		t.Fatalf("stop %q: %q (%v), want %q", stop, done.Text, done.FinishReason, full.Text[:at])
+	}
+	// The library reads a stop string up to its first NUL: " x\x00..." would stop at " x".
+	var e *Error
+	_, err = c.GenerateRequest(context.Background(), &Request{Prompt: "Once upon a time", MaxTokens: 48,
+		Stop: []string{stop[:2] + "\x00never"}}, nil)
+	if !errors.As(err, &e) || e.Status != InvalidArgument || !strings.Contains(e.Message, "NUL") {
+		t.Fatalf("a NUL in a stop string: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"sort"
+	"strings"
 	"unsafe"
 )
 
@@ -60,9 +61,16 @@ type TokenLogprobs struct {
 type cRequest struct {
 	req   C.lmrt_generate_request
 	blobs []unsafe.Pointer
+	err   error // a field that cannot be passed
 }
 
-func (c *cRequest) cstring(s string) *C.char {
+// cstring copies s. A field the library reads as a NUL-terminated string (named by what; "" for one
+// passed with its length) would be cut at a NUL inside s (a stop string "a\x00b" stopping at "a"), so
+// that is refused, as the Rust wrapper does.
+func (c *cRequest) cstring(s, what string) *C.char {
+	if what != "" && c.err == nil && strings.IndexByte(s, 0) >= 0 {
+		c.err = &Error{InvalidArgument, what + " contains a NUL byte"}
+	}
 	p := C.CString(s)
 	c.blobs = append(c.blobs, unsafe.Pointer(p))
 	return p
@@ -82,12 +90,12 @@ func (c *cRequest) free() {
 }
 
 // newCRequest copies r into C memory; free it once the library is done with the request (every
-// call that takes one copies what it needs before it returns).
+// call that takes one copies what it needs before it returns). Check its err before passing it.
 func newCRequest(r *Request) *cRequest {
 	c := &cRequest{}
 	req := &c.req
 	C.lmrt_generate_request_init(req)
-	req.prompt = c.cstring(r.Prompt)
+	req.prompt = c.cstring(r.Prompt, "") // passed with its length: NUL is text
 	req.prompt_len = C.size_t(len(r.Prompt))
 	if r.MaxTokens != 0 {
 		req.max_tokens = C.int32_t(r.MaxTokens)
@@ -108,7 +116,7 @@ func newCRequest(r *Request) *cRequest {
 	req.frequency_penalty = C.float(r.FrequencyPenalty)
 	req.seed = C.uint64_t(r.Seed)
 	if r.Samplers != "" {
-		req.samplers = c.cstring(r.Samplers)
+		req.samplers = c.cstring(r.Samplers, "Samplers")
 	}
 	if n := len(r.LogitBias); n > 0 {
 		tokens := make([]int32, 0, n)
@@ -126,7 +134,7 @@ func newCRequest(r *Request) *cRequest {
 	if n := len(r.Stop); n > 0 {
 		stops := unsafe.Slice((**C.char)(c.alloc(uintptr(n)*unsafe.Sizeof((*C.char)(nil)))), n)
 		for i, s := range r.Stop {
-			stops[i] = c.cstring(s)
+			stops[i] = c.cstring(s, "a Stop string")
 		}
 		req.stop = &stops[0]
 		req.n_stop = C.size_t(n)
@@ -135,10 +143,10 @@ func newCRequest(r *Request) *cRequest {
 		req.logprobs = C.int32_t(r.TopLogprobs)
 	}
 	if r.Grammar != "" {
-		req.grammar = c.cstring(r.Grammar)
+		req.grammar = c.cstring(r.Grammar, "Grammar")
 	}
 	if r.JSONSchema != "" {
-		req.json_schema = c.cstring(r.JSONSchema)
+		req.json_schema = c.cstring(r.JSONSchema, "JSONSchema")
 	}
 	return c
 }

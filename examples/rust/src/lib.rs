@@ -94,6 +94,72 @@ pub fn isa() -> String {
     unsafe { cstr(sys::lmrt_isa()) }
 }
 
+fn nul_free(s: &str, what: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| {
+        Error::new(
+            sys::LMRT_ERR_INVALID_ARGUMENT,
+            format!("{what} contains a NUL byte"),
+        )
+    })
+}
+
+/// Checks GBNF text as `Request::grammar` would take it, without a model (syntax, rule names,
+/// limits, left recursion, the start rule's expansion): the error a generation would give, up front.
+pub fn grammar_check(gbnf: &str) -> Result<()> {
+    let c = nul_free(gbnf, "the grammar")?;
+    let mut err = [0 as c_char; 512];
+    // SAFETY: a NUL-terminated grammar and a message buffer of err.len() bytes.
+    let s = unsafe { sys::lmrt_grammar_check(c.as_ptr(), err.as_mut_ptr(), err.len()) };
+    if s != sys::LMRT_OK {
+        return Err(Error::new(s, message_from(&err)));
+    }
+    Ok(())
+}
+
+/// The GBNF whose sentences are exactly the JSON texts `Request::json_schema` allows for `schema`,
+/// for a grammar of one's own (e.g. a tool call's arguments between a format's markers).
+pub fn json_schema_to_grammar(schema: &str) -> Result<String> {
+    let c = nul_free(schema, "the schema")?;
+    let mut err = [0 as c_char; 512];
+    let mut len = 0usize;
+    // SAFETY: capacity 0 with a NULL buffer asks for the length; err has err.len() bytes.
+    let s = unsafe {
+        sys::lmrt_json_schema_to_grammar(
+            c.as_ptr(),
+            ptr::null_mut(),
+            0,
+            &mut len,
+            err.as_mut_ptr(),
+            err.len(),
+        )
+    };
+    if s != sys::LMRT_OK && s != sys::LMRT_ERR_BUFFER_TOO_SMALL {
+        return Err(Error::new(s, message_from(&err)));
+    }
+    let mut buf = vec![0u8; len + 1];
+    // SAFETY: buf has len + 1 bytes, room for the text and its NUL.
+    let s = unsafe {
+        sys::lmrt_json_schema_to_grammar(
+            c.as_ptr(),
+            buf.as_mut_ptr() as *mut c_char,
+            buf.len(),
+            &mut len,
+            err.as_mut_ptr(),
+            err.len(),
+        )
+    };
+    if s != sys::LMRT_OK {
+        return Err(Error::new(s, message_from(&err)));
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|_| {
+        Error::new(
+            sys::LMRT_ERR_INTERNAL,
+            "the grammar is not UTF-8".to_string(),
+        )
+    })
+}
+
 /// An open model. Immutable and shareable: any number of threads and contexts may use it at once.
 pub struct Model {
     raw: NonNull<sys::lmrt_model>,
@@ -363,14 +429,6 @@ struct RawRequest {
 
 impl RawRequest {
     fn new(r: &Request) -> Result<RawRequest> {
-        let c_string = |s: &str, what: &str| {
-            CString::new(s).map_err(|_| {
-                Error::new(
-                    sys::LMRT_ERR_INVALID_ARGUMENT,
-                    format!("{what} contains a NUL byte"),
-                )
-            })
-        };
         let mut req = default_request();
         let mut strings = Vec::new();
         let mut keep = |c: CString| {
@@ -391,17 +449,17 @@ impl RawRequest {
         req.frequency_penalty = r.frequency_penalty;
         req.seed = r.seed.unwrap_or(sys::LMRT_SEED_RANDOM);
         if let Some(spec) = &r.samplers {
-            req.samplers = keep(c_string(spec, "samplers")?);
+            req.samplers = keep(nul_free(spec, "samplers")?);
         }
         if let Some(g) = &r.grammar {
-            req.grammar = keep(c_string(g, "grammar")?);
+            req.grammar = keep(nul_free(g, "grammar")?);
         }
         if let Some(js) = &r.json_schema {
-            req.json_schema = keep(c_string(js, "json_schema")?);
+            req.json_schema = keep(nul_free(js, "json_schema")?);
         }
         let mut stop = Vec::with_capacity(r.stop.len());
         for s in &r.stop {
-            stop.push(keep(c_string(s, "a stop string")?));
+            stop.push(keep(nul_free(s, "a stop string")?));
         }
         let bias: Vec<_> = r
             .logit_bias

@@ -11,6 +11,8 @@ pub const LMRT_OK: lmrt_status = 0;
 pub const LMRT_ERR_INVALID_ARGUMENT: lmrt_status = 1;
 pub const LMRT_ERR_IO: lmrt_status = 2;
 pub const LMRT_ERR_BAD_FORMAT: lmrt_status = 3;
+pub const LMRT_ERR_INTERNAL: lmrt_status = 11;
+pub const LMRT_ERR_BUFFER_TOO_SMALL: lmrt_status = 12;
 
 pub const LMRT_ABI_VERSION: u32 = 0;
 
@@ -216,6 +218,19 @@ extern "C" {
     pub fn lmrt_abi_version() -> u32;
     pub fn lmrt_version_string() -> *const c_char;
     pub fn lmrt_isa() -> *const c_char;
+    pub fn lmrt_json_schema_to_grammar(
+        schema_json: *const c_char,
+        buf: *mut c_char,
+        capacity: usize,
+        len: *mut usize,
+        err: *mut c_char,
+        err_size: usize,
+    ) -> lmrt_status;
+    pub fn lmrt_grammar_check(
+        gbnf: *const c_char,
+        err: *mut c_char,
+        err_size: usize,
+    ) -> lmrt_status;
     pub fn lmrt_status_str(status: lmrt_status) -> *const c_char;
     pub fn lmrt_finish_reason_str(reason: u32) -> *const c_char;
 

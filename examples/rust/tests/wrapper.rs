@@ -14,11 +14,38 @@ fn context(model: &lmrt::Model, n_ctx: u32, n_threads: u32) -> lmrt::Context<'_>
 #[test]
 fn isa_names_one_of_the_kernel_sets() {
     let isa = lmrt::isa();
-    assert!(["avx512", "avx2vnni", "avx2", "neon", "scalar"].contains(&isa.as_str()), "{isa}");
+    assert!(
+        ["avx512", "avx2vnni", "avx2", "neon", "scalar"].contains(&isa.as_str()),
+        "{isa}"
+    );
     #[cfg(target_arch = "aarch64")]
     assert!(isa == "neon" || isa == "scalar", "{isa}");
     #[cfg(target_arch = "x86_64")]
     assert_ne!(isa, "neon");
+}
+
+#[test]
+fn grammars_are_checked_without_a_model() {
+    assert!(lmrt::grammar_check("root ::= \"yes\" | \"no\"").is_ok());
+    let err = lmrt::grammar_check("root ::= root \"a\"").unwrap_err();
+    assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
+    assert!(err.message.contains("recursive"), "{}", err.message);
+    let err = lmrt::grammar_check("root ::= undefined-rule").unwrap_err();
+    assert!(err.message.contains("undefined-rule"), "{}", err.message);
+    assert!(lmrt::grammar_check("root ::= \"a\"\0").is_err());
+}
+
+#[test]
+fn a_json_schema_becomes_a_grammar_that_checks() {
+    let gbnf = lmrt::json_schema_to_grammar(
+        r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#,
+    )
+    .unwrap();
+    assert!(gbnf.contains("root ::="), "{gbnf}");
+    assert!(lmrt::grammar_check(&gbnf).is_ok());
+    let err = lmrt::json_schema_to_grammar(r#"{"type":"object""#).unwrap_err();
+    assert_eq!(err.status, lmrt::sys::LMRT_ERR_INVALID_ARGUMENT);
+    assert!(!err.message.is_empty());
 }
 
 #[test]
