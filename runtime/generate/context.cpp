@@ -15,7 +15,9 @@ Status Context::create(const LlamaModel& model, const ContextParams& in, std::un
   if (p.n_ctx == 0) p.n_ctx = model.hparams().n_ctx_train;
   if (p.n_ctx > kMaxCtx)
     return Error(Code::invalid_argument,
-                 "n_ctx " + std::to_string(p.n_ctx) + " is above the limit " + std::to_string(kMaxCtx));
+                 "n_ctx " + std::to_string(p.n_ctx) +
+                     (in.n_ctx == 0 ? " (the model's training context: pass a smaller n_ctx)" : "") +
+                     " is above the limit " + std::to_string(kMaxCtx));
   if (p.n_batch == 0) p.n_batch = std::min<uint32_t>(512, p.n_ctx);
   p.n_batch = std::min(p.n_batch, p.n_ctx);
   if (p.n_threads == 0) p.n_threads = std::max(1u, std::thread::hardware_concurrency());

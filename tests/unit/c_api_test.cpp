@@ -200,6 +200,12 @@ TEST(CApi, OlderCallersGetAPrefixOfGrownStructs) {
   char err[256] = {0};
   EXPECT_EQ(lmrt_context_create(m.get(), &p, &c, err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err).find("struct_size"), std::string::npos);
+  // n_ctx: up to 2^20, as lmrt.h says.
+  lmrt_context_params_init(&p);
+  p.n_ctx = (1u << 20) + 1;
+  EXPECT_EQ(lmrt_context_create(m.get(), &p, &c, err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("above the limit 1048576"), std::string::npos) << err;
+  EXPECT_EQ(c, nullptr);
 }
 
 TEST(CApi, InitWritesOnlyTheCallersStructSize) {

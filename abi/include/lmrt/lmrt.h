@@ -325,7 +325,8 @@ typedef struct lmrt_context lmrt_context;
 typedef struct lmrt_context_params {
   uint32_t struct_size;
   uint32_t n_ctx;      /* tokens the KV arena holds; 0 (default) = the model's training context; a
-                          larger value is allowed (quality past the training length is the model's) */
+                          larger value is allowed (quality past the training length is the model's),
+                          up to 2^20 (INVALID_ARGUMENT above, or when 0 means more) */
   uint32_t n_batch;    /* most tokens evaluated in one pass; 0 (default) = min(512, n_ctx); clamped to n_ctx */
   uint32_t n_threads;  /* worker threads; 0 (default) = the number of online CPUs */
   uint32_t kv_type;    /* LMRT_KV_F16 (default) or LMRT_KV_F32 */
