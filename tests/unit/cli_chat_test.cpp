@@ -94,6 +94,22 @@ TEST(CliChat, SaveLoadRoundTripsAndResetClears) {
   EXPECT_NE(bad.err.find("every message must be an object"), std::string::npos) << bad.err;
 }
 
+// /load reads only a regular file: a FIFO nobody writes is refused at once (it blocked the chat), and a
+// file nested 100,000 levels deep is an error, not a crash.
+TEST(CliChat, LoadRefusesWhatIsNotASavedConversation) {
+  const std::string fifo = fresh_path("cli-chat-fifo.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string deep =
+      lmrt::test::write_temp_file("cli-chat-deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  CliRun r = chat("/load " + fifo + "\n/load " + deep + "\n/load /nonexistent/chat.json\n/stats\n");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("'" + fifo + "' is not a saved conversation (not a regular file)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nests JSON deeper than 256 levels"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot read '/nonexistent/chat.json': No such file"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("messages 0"), std::string::npos) << r.out;
+}
+
 // /save never creates what a dangling link points at; /save! replaces only a saved conversation (never a
 // model or another file of the user's, never through a link) and leaves no partial file.
 TEST(CliChat, SaveReplacesOnlyASavedConversation) {
