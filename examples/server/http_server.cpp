@@ -74,6 +74,8 @@ struct HttpServer::Connection {
 // One request on a connection, from its first access call to its completion.
 struct RequestState {
   HttpRequest request;
+  int host_lines = 0;
+  bool spaced_name = false;  // a header name with whitespace before its colon
   bool too_large = false;
   bool handled = false;  // the handler ran
   std::shared_ptr<Exchange> exchange;
@@ -170,9 +172,12 @@ struct HttpGlue {
   static void free_stream(void* cls) { delete static_cast<std::shared_ptr<Exchange>*>(cls); }
 
   static MHD_Result collect_header(void* cls, MHD_ValueKind, const char* key, const char* value) {
-    auto* req = static_cast<HttpRequest*>(cls);
+    auto* state = static_cast<RequestState*>(cls);
+    HttpRequest* req = &state->request;
     std::string name = key != nullptr ? key : "";
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (name.find_first_of(" \t") != std::string::npos) state->spaced_name = true;
+    if (name == "host") ++state->host_lines;
     std::string& slot = req->headers[name];
     slot = slot.empty() ? std::string(value != nullptr ? value : "") : slot + ", " + (value != nullptr ? value : "");
     return MHD_YES;
@@ -183,7 +188,7 @@ struct HttpGlue {
     return info != nullptr ? static_cast<HttpServer::Connection*>(info->socket_context) : nullptr;
   }
 
-  static MHD_Result on_access(void* cls, MHD_Connection* c, const char* url, const char* method, const char*,
+  static MHD_Result on_access(void* cls, MHD_Connection* c, const char* url, const char* method, const char* version,
                               const char* upload_data, size_t* upload_data_size, void** req_cls) {
     auto* self = static_cast<HttpServer*>(cls);
     auto* state = static_cast<RequestState*>(*req_cls);
@@ -195,7 +200,14 @@ struct HttpGlue {
       state->request.method = method;
       state->request.path = url;
       state->request.client = peer_address(c);
-      MHD_get_connection_values(c, MHD_HEADER_KIND, collect_header, &state->request);
+      MHD_get_connection_values(c, MHD_HEADER_KIND, collect_header, state);
+      // RFC 9112 3.2 and 5.1: what a proxy in front may read otherwise ("Host : x" is no Host header here,
+      // another's Host there) is a 400.
+      if (state->spaced_name)
+        return answer(self, c, plain_error(400, "a header name is followed by whitespace before its colon"));
+      if (state->host_lines > 1) return answer(self, c, plain_error(400, "the request has more than one Host header"));
+      if (state->host_lines == 0 && version != nullptr && std::strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
+        return answer(self, c, plain_error(400, "an HTTP/1.1 request needs a Host header"));
       size_t header_bytes = state->request.method.size() + state->request.path.size() + 12;
       for (const auto& [name, value] : state->request.headers) header_bytes += name.size() + value.size() + 4;
       if (header_bytes > self->limits_.max_header_bytes)

@@ -557,6 +557,15 @@ def test_browser_rules(binary, model):
             check(r is not None and r[0] == want, f"Host: {host} -> {want} ({r and r[0]})")
         r = raw(p, post("/v1/completions", body).replace(b"Host: 127.0.0.1", b"Host: rebound.example"))
         check(r is not None and r[0] == 421, "a completion with a foreign Host -> 421")
+        # RFC 9112 3.2 and 5.1: what a proxy in front could read as another Host is a 400.
+        for name, request_bytes in (
+                ("no Host in HTTP/1.1", b"GET /health HTTP/1.1\r\n\r\n"),
+                ("'Host :'", b"GET /health HTTP/1.1\r\nHost : rebound.example\r\n\r\n"),
+                ("two Host lines", b"GET /health HTTP/1.1\r\nHost: rebound.example\r\nHost: 127.0.0.1\r\n\r\n")):
+            r = raw(p, request_bytes)
+            check(r is not None and r[0] == 400, f"{name} -> 400 ({r and r[0]})")
+        r = raw(p, b"GET /health HTTP/1.0\r\n\r\n")
+        check(r is not None and r[0] == 200, f"HTTP/1.0 without Host -> 200 ({r and r[0]})")
 
         status, _, resp = request(p, "GET", "/v1/models", headers={**auth, "Origin": "http://evil.example"})
         check(status == 200 and resp.getheader("Access-Control-Allow-Origin") is None,
