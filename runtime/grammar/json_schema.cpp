@@ -532,7 +532,19 @@ Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf) {
   Json root;
   LMRT_RETURN_IF_ERROR(parse_bounded_json(schema, "json schema", &root));
   SchemaTranslator t(root);
-  return t.translate(gbnf);
+  LMRT_RETURN_IF_ERROR(t.translate(gbnf));
+  // A $ref cycle that reads no character on the way ({"$ref": "#"}, or through anyOf) is a left-recursive
+  // grammar: refused here, naming the schema, rather than by the first generation that parses it.
+  Grammar check;
+  if (Status s = parse_gbnf(*gbnf, &check); !s.ok()) {
+    gbnf->clear();
+    if (s.message().find("left-recursive") == std::string::npos)
+      return Error(Code::internal, "json schema: the grammar made from it does not parse: " + s.message());
+    return Error(Code::invalid_argument,
+                 "json schema: a $ref cycle reaches itself before any character, which no grammar can match (" +
+                     s.message() + ")");
+  }
+  return Status::Ok();
 }
 
 std::string json_object_gbnf() {

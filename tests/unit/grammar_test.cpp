@@ -241,6 +241,12 @@ TEST(JsonSchema, RefusesWhatItCannotEnforce) {
   };
   EXPECT_NE(err(R"({"type":"string","pattern":"^a+$"})").find("'pattern' is not supported"), std::string::npos);
   EXPECT_NE(err(R"({"$ref":"#/$defs/missing"})").find("does not resolve"), std::string::npos);
+  // A cycle that reads nothing on the way is refused at conversion; one through an array's items is fine.
+  EXPECT_NE(err(R"({"$ref":"#"})").find("$ref cycle reaches itself"), std::string::npos);
+  EXPECT_NE(err(R"({"anyOf":[{"$ref":"#"},{"type":"null"}]})").find("$ref cycle"), std::string::npos);
+  std::string recursive;
+  EXPECT_TRUE(
+      json_schema_to_gbnf(R"({"anyOf":[{"type":"array","items":{"$ref":"#"}},{"type":"null"}]})", &recursive).ok());
   EXPECT_NE(err(R"({"type":"strin"})").find("unknown type 'strin'"), std::string::npos);
   EXPECT_NE(err(R"({"type":"object",)").find("not valid JSON"), std::string::npos);
   EXPECT_NE(err(R"({"type":"integer","minimum":5,"maximum":4})").find("no integer"), std::string::npos);
