@@ -301,6 +301,16 @@ TEST(GenerationControls, BeamSearchOfWidthOneIsGreedy) {
   lmrt_generate_result two;
   run(h, req, &two);
   EXPECT_EQ(two.n_beams, 2u);
+  // The limits lmrt.h states: 16 beams, a finite length penalty.
+  lmrt_generate_result bad;
+  bad.struct_size = sizeof bad;
+  req.n_beams = 17;
+  EXPECT_EQ(lmrt_generate(h.ctx, &req, nullptr, nullptr, &bad), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_context_last_error(h.ctx)).find("n_beams must be 1 to 16"), std::string::npos);
+  req.n_beams = 16;
+  req.length_penalty = std::nanf("");
+  EXPECT_EQ(lmrt_generate(h.ctx, &req, nullptr, nullptr, &bad), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_context_last_error(h.ctx)).find("length_penalty must be finite"), std::string::npos);
 }
 
 TEST(GenerationControls, BeamSearchScoresAtLeastGreedyAndReportsTrueLogprobs) {

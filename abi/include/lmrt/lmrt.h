@@ -614,10 +614,11 @@ typedef struct lmrt_generate_request {
   uint32_t context_shift; /* 0 (default): a full context finishes with LMRT_FINISH_CONTEXT_FULL;
                              1: keep the first n_keep tokens, drop the oldest half of the rest, go on */
   uint32_t n_keep;
-  uint32_t n_beams;         /* 0 (default): no beam search; k >= 1: beam search of width k (deterministic;
+  uint32_t n_beams;         /* 0 (default): no beam search; k in 1..16: beam search of width k (deterministic;
                                the sampler fields are ignored; k = 1 gives the greedy tokens); the k best
-                               sequences are in result->beams */
-  float length_penalty;     /* beam score = sum of logprobs / n_tokens^length_penalty; default 1 */
+                               sequences are in result->beams; above 16: INVALID_ARGUMENT */
+  float length_penalty;     /* beam score = sum of logprobs / n_tokens^length_penalty; default 1; must be
+                               finite (INVALID_ARGUMENT otherwise) */
   struct lmrt_cache* cache; /* response cache for this request; NULL (default): the context's, if any */
   /* Plugins: names in `samplers` and in stop_criteria resolve through this host too (NULL: built-ins
    * only). stop_criteria are spec items of the host's stop criteria, e.g. regex(pattern="\n\n");
