@@ -1,16 +1,14 @@
 // The conversation of `lmrt chat`: messages, prompt ids per turn, generation, save and load.
 #include "chat_session.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
+#include <cstdint>
 #include <vector>
 
 #include "runtime/util/bounded_json.h"
 #include "runtime/util/file_replacer.h"
+#include "runtime/util/regular_file.h"
 #include "sampling_options.h"
 
 namespace cli {
@@ -91,37 +89,19 @@ bool ChatSession::reply(const std::string& user_text, const lmrt_generate_reques
 namespace {
 
 // Larger is no conversation /save wrote (and a model is not read whole to find that out).
-constexpr off_t kMaxTranscriptBytes = off_t{256} << 20;
+constexpr uint64_t kMaxTranscriptBytes = uint64_t{256} << 20;
 
 // The messages of a file that /save wrote (or {"messages": [...]}): every one an object with a string "role".
-// Only a regular file is read (opened without blocking, so a FIFO is refused rather than waited on), up to
-// kMaxTranscriptBytes, parsed with the library's nesting limit (a deep tree overflowed the stack).
+// Only a regular file is read (a FIFO is refused rather than waited on), up to kMaxTranscriptBytes, parsed
+// with the library's nesting limit (a deep tree overflowed the stack).
 bool read_transcript(const std::string& path, nlohmann::ordered_json* messages, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || ::fstat(fd, &st) != 0) {
-    if (fd >= 0) ::close(fd);
-    *error = "cannot read '" + path + "': " + std::strerror(errno);
+  std::string text;
+  if (const lmrt::Status s =
+          lmrt::read_regular_file(path, kMaxTranscriptBytes, "a saved conversation (256 MiB)", &text);
+      !s.ok()) {
+    *error = s.message();
     return false;
   }
-  if (!S_ISREG(st.st_mode) || st.st_size > kMaxTranscriptBytes) {
-    ::close(fd);
-    *error = "'" + path + "' is not a saved conversation (" +
-             (S_ISREG(st.st_mode) ? "larger than " + std::to_string(kMaxTranscriptBytes >> 20) + " MiB"
-                                  : std::string("not a regular file")) +
-             ")";
-    return false;
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(got);
   nlohmann::ordered_json j;
   if (const lmrt::Status s = lmrt::parse_bounded_json(text, "'" + path + "'", &j); !s.ok()) {
     *error = s.message();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/util/file_replacer.h"
+#include "runtime/util/regular_file.h"
 
 namespace lmrt {
 
@@ -32,10 +33,6 @@ bool holds_state(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   uint8_t magic[8];
   return f && std::fread(magic, 1, sizeof magic, f.get()) == sizeof magic && looks_like_state_blob(magic, sizeof magic);
-}
-
-Status io_error(const std::string& what, const std::string& path) {
-  return Error(Code::io, what + " '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace
@@ -119,32 +116,12 @@ Status save_context_state_file(const Context& ctx, const ModelFingerprint& model
 }
 
 Status load_context_state_file(Context& ctx, const ModelFingerprint& model, const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error(Code::io, "'" + path + "' is not a regular file");
-  }
-  // No larger blob fits this context: refuse before allocating for a huge foreign file.
+  // No larger blob fits this context: refused before anything is allocated for a huge foreign file.
   const size_t most = state_blob_size(geometry_of(ctx), ctx.n_ctx());
-  if (static_cast<uint64_t>(st.st_size) > most) {
-    ::close(fd);
-    return Error(Code::bad_format, "'" + path + "' (" + std::to_string(st.st_size) +
-                                       " bytes) is larger than any state of this context (" + std::to_string(most) +
-                                       ")");
-  }
-  std::vector<uint8_t> blob(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < blob.size()) {
-    const ssize_t r = ::read(fd, blob.data() + done, blob.size() - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    done += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  if (done != blob.size()) return Error(Code::io, "cannot read '" + path + "' completely");
-  return load_context_state(ctx, model, blob.data(), blob.size());
+  std::string blob;
+  LMRT_RETURN_IF_ERROR(
+      read_regular_file(path, most, "any state of this context (" + std::to_string(most) + ")", &blob));
+  return load_context_state(ctx, model, reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
 }
 
 }  // namespace lmrt

@@ -7,15 +7,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/util/regular_file.h"
+
 namespace lmrt {
-
-namespace {
-
-Status io_error(const std::string& what, const std::string& path) {
-  return Error(Code::io, what + " '" + path + "': " + std::strerror(errno));
-}
-
-}  // namespace
 
 FileReplacer::~FileReplacer() { discard(); }
 

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/util/regular_file.h"
+
 namespace lmrt {
 
 namespace {
@@ -22,10 +24,6 @@ struct FdGuard {
     if (fd >= 0) ::close(fd);
   }
 };
-
-Status io_error(const std::string& what, const std::string& path) {
-  return Error(Code::io, what + " '" + path + "': " + std::strerror(errno));
-}
 
 }  // namespace
 

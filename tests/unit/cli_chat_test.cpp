@@ -104,9 +104,9 @@ TEST(CliChat, LoadRefusesWhatIsNotASavedConversation) {
   CliRun r = chat("/load " + fifo + "\n/load " + deep + "\n/load /nonexistent/chat.json\n/stats\n");
   ::unlink(fifo.c_str());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("'" + fifo + "' is not a saved conversation (not a regular file)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(fifo + "' is not a regular file"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nests JSON deeper than 256 levels"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("cannot read '/nonexistent/chat.json': No such file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot open '/nonexistent/chat.json': No such file"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("messages 0"), std::string::npos) << r.out;
 }
 

@@ -4,6 +4,7 @@
 // the file variant never replaces a file that is not a state.
 #include <gtest/gtest.h>
 #include <lmrt/lmrt.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -254,6 +255,13 @@ TEST(ContextState, FilesAreWrittenWholeAndNeverOverAForeignFile) {
   const std::string dir = lmrt::test::shared_dir();
   EXPECT_EQ(lmrt_context_state_save_file(a.get(), dir.c_str()), LMRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(lmrt_context_state_load_file(b.get(), (path + ".missing").c_str()), LMRT_ERR_IO);
+  // A FIFO is refused at once (opening it for reading waited for a writer, forever), as is a folder.
+  const std::string fifo = path + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(lmrt_context_state_load_file(b.get(), fifo.c_str()), LMRT_ERR_IO);
+  EXPECT_NE(std::string(lmrt_context_last_error(b.get())).find("is not a regular file"), std::string::npos);
+  ::unlink(fifo.c_str());
+  EXPECT_EQ(lmrt_context_state_load_file(b.get(), dir.c_str()), LMRT_ERR_IO);
   // A leftover temporary file is not written through.
   const std::string other = lmrt::test::write_temp_file("other.lmrtstate", "");
   ::unlink(other.c_str());
