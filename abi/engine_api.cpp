@@ -54,6 +54,8 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
         ep.max_sequences = p.max_sequences;
         ep.prefill_chunk = p.prefill_chunk;
         if (p.prefix_reuse > 1) return lmrt::Error(Code::invalid_argument, "prefix_reuse must be 0 or 1");
+        // Refused, so that a later version can give it a meaning without old libraries ignoring it.
+        if (p.reserved0 != 0) return lmrt::Error(Code::invalid_argument, "reserved0 must be 0");
         ep.prefix_reuse = p.prefix_reuse != 0;
         ep.retained_sequences = p.retained_sequences;
         auto e = std::make_unique<lmrt_engine>();

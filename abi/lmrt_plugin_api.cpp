@@ -74,6 +74,8 @@ lmrt_status lmrt_plugin_host_create(const lmrt_plugin_host_params* params, lmrt_
                                                            " is not a valid size (call lmrt_plugin_host_params_init)");
           std::memcpy(&p, params, std::min<size_t>(params->struct_size, sizeof p));
         }
+        // Refused, so that a later version can give it a meaning without old libraries ignoring it.
+        if (p.reserved0 != 0) return lmrt::Error(Code::invalid_argument, "reserved0 must be 0");
         lmrt::PluginHostOptions o;
         o.allow_loading = p.allow_loading != 0;
         o.use_env_path = p.use_env_path != 0;

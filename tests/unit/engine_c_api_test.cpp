@@ -216,6 +216,10 @@ TEST(CApi, EngineRefusesBadInput) {
   EXPECT_EQ(lmrt_engine_create(ctx.get(), &p, &raw, err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(raw, nullptr);
   EXPECT_NE(std::string(err).find("max_sequences"), std::string::npos) << err;
+  lmrt_engine_params_init(&p);
+  p.reserved0 = 1;
+  EXPECT_EQ(lmrt_engine_create(ctx.get(), &p, &raw, err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("reserved0 must be 0"), std::string::npos) << err;
   EXPECT_EQ(lmrt_engine_create(nullptr, nullptr, &raw, nullptr, 0), LMRT_ERR_INVALID_ARGUMENT);
   EnginePtr engine = make_engine(ctx.get(), 2);
   uint64_t id = 0;

@@ -17,6 +17,14 @@ TEST(PluginCApiTest, LoadingIsRefusedUntilEnabled) {
   EXPECT_EQ(lmrt_plugin_load(host, LMRT_TEST_PLUGIN_HELLO), LMRT_ERR_PLUGIN);
   EXPECT_NE(std::strstr(lmrt_plugin_host_last_error(host), "plugin loading is disabled"), nullptr);
   lmrt_plugin_host_free(host);
+  lmrt_plugin_host_params params;
+  ASSERT_EQ(lmrt_plugin_host_params_init(&params), LMRT_OK);
+  params.reserved0 = 1;
+  char err[128] = "";
+  host = nullptr;
+  EXPECT_EQ(lmrt_plugin_host_create(&params, &host, err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(host, nullptr);
+  EXPECT_NE(std::strstr(err, "reserved0 must be 0"), nullptr) << err;
 }
 
 TEST(PluginCApiTest, LoadsAndListsEntriesWithVersions) {

@@ -715,7 +715,7 @@ typedef struct lmrt_plugin_host_params {
   uint32_t struct_size;
   uint32_t allow_loading;       /* 0 (default): every load is refused with LMRT_ERR_PLUGIN; 1: allowed */
   uint32_t use_env_path;        /* 1: also search the ':'-separated directories of $LMRT_PLUGIN_PATH (default 0) */
-  uint32_t reserved0;           /* 0 */
+  uint32_t reserved0;           /* 0 (INVALID_ARGUMENT otherwise) */
   const char* search_path;      /* ':'-separated directories searched for a plugin named without a '/'; NULL: none */
   lmrt_plugin_log_callback log; /* NULL (default): plugin log lines are dropped */
   void* log_user_data;
@@ -903,7 +903,7 @@ typedef struct lmrt_engine_params {
   /* Finished requests' sequences kept as cached prefixes, 0..16 (default 4); the least recently used
    * gives up its cells whenever a request needs them, so they never make a request wait or fail. */
   uint32_t retained_sequences;
-  uint32_t reserved0;                    /* 0 */
+  uint32_t reserved0;                    /* 0 (INVALID_ARGUMENT otherwise) */
   lmrt_engine_finish_callback on_finish; /* NULL (default): no finish notification */
   /* The response cache for the engine's requests (NULL, the default: none; a request's own
    * `cache` field overrides it), with lmrt_generate's key and rules: a deterministic request
