@@ -1,6 +1,7 @@
 #include "runtime/model/llama_model.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "formats/dequantize.h"
 #include "formats/q4_0x16.h"
@@ -157,7 +158,16 @@ Status LlamaModel::init() {
     LMRT_RETURN_IF_ERROR(weight(p + "ffn_down.weight", hp_.n_ff, hp_.n_embd, &L.w_down));
     if (hp_.post_ffn_norm) LMRT_RETURN_IF_ERROR(norm(p + "post_ffw_norm.weight", &L.post_ffn_norm));
   }
-  for (const GgufTensorInfo& t : g.tensors()) n_params_ += t.n_elements;
+  for (const GgufTensorInfo& t : g.tensors()) {
+    n_params_ += t.n_elements;
+    // A layer past block_count would be silently left out: the file is damaged or was converted wrongly.
+    uint32_t l = 0;
+    const std::string_view name = t.name;
+    if (name.substr(0, 4) == "blk." &&
+        std::from_chars(name.data() + 4, name.data() + name.size(), l).ec == std::errc() && l >= hp_.n_layer)
+      return Error(Code::bad_format, "tensor '" + std::string(name) + "' is of layer " + std::to_string(l) + ", but " +
+                                         arch + ".block_count is " + std::to_string(hp_.n_layer));
+  }
   return Status::Ok();
 }
 

@@ -83,6 +83,21 @@ TEST(Refusals, AThreeDimensionalWeightShowsEveryDimension) {
       << o.message;
 }
 
+// stories260K has 5 layers: with block_count 4, blk.4's tensors would be left out without a word.
+TEST(Refusals, ALayerPastTheBlockCountIsRefused) {
+  const std::string path = stories_variant(
+      "variant-block-count.gguf",
+      [](const GgufKv& kv, GgufWriter* w) {
+        if (kv.key != "llama.block_count") return false;
+        w->add_u32("llama.block_count", 4);
+        return true;
+      },
+      kKeepShapes);
+  const OpenOutcome o = open_model_file(path);
+  EXPECT_EQ(o.status, LMRT_ERR_BAD_FORMAT);
+  EXPECT_NE(o.message.find("is of layer 4, but llama.block_count is 4"), std::string::npos) << o.message;
+}
+
 TEST(Refusals, ANaNTokenScoreIsRefused) {
   const std::string path = stories_variant(
       "variant-nan-score.gguf",
