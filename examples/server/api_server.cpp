@@ -331,7 +331,8 @@ HttpOutcome ApiServer::generate(const HttpRequest& http, Endpoint ep) {
   auto exchange = std::make_shared<Exchange>(cors_headers(policy_, http.header("origin")));
   auto body = std::make_shared<std::string>(http.body);
   const bool queued = preparing_.submit([this, body, ep, exchange](bool abandon) {
-    if (abandon) return exchange->answer(error_response(stop_error(StopCause::kShutdown, timeout_s_)));
+    if (abandon || pool_->stopping())
+      return exchange->answer(error_response(stop_error(StopCause::kShutdown, timeout_s_)));
     if (exchange->client_gone()) return exchange->drop();
     prepare(*body, ep, exchange);
   });

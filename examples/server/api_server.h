@@ -26,6 +26,9 @@ class ApiServer {
 
   // The HttpServer handler: never blocks, never throws.
   HttpOutcome handle(const HttpRequest& req);
+  // At shutdown, after the pool stopped: waits for the request being prepared and answers the waiting ones
+  // 503, so that no connection is left suspended (libmicrohttpd aborts when it stops with one).
+  void stop_preparing() { preparing_.stop(); }
 
  private:
   HttpOutcome route(const HttpRequest& req);

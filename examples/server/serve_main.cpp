@@ -174,6 +174,7 @@ int serve(ServeOptions opt) {
   std::fprintf(stderr, "lmrt serve: %s: draining (grace %u s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", opt.grace_s);
   http.stop_accepting();
   pool->stop(int64_t{opt.grace_s} * 1000);
+  api.stop_preparing();
   // Every job has answered; give the event loops a moment to write those answers out.
   for (int i = 0; i < 40 && http.active_requests() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   http.stop();

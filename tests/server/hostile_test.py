@@ -366,6 +366,24 @@ def test_large_bodies(binary, model):
         check(r is not None and r[0] == 400 and b"bytes)" in r[2] and time.time() - t0 < 1,
               f"a 4 MB completion prompt alone: 400 without tokenizing it ({time.time() - t0:.2f} s)")
 
+        # SIGTERM while a conversation is being read: it is answered (400 once read: it is too long; or 503), and
+        # the server exits 0 (libmicrohttpd aborted when it stopped with the request's connection suspended).
+        big = [connect(p), connect(p)]
+        for s in big:
+            s.sendall(post("/v1/chat/completions", {"messages": [{"role": "user", "content": text}], "max_tokens": 4}))
+        time.sleep(0.3)
+        t0 = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        answers = [read_response(s, 30) for s in big]
+        for s in big:
+            s.close()
+        code = srv.proc.wait(timeout=30)
+        statuses = [a and a[0] for a in answers]
+        check(statuses[0] in (400, 503) and statuses[1] == 503 and code == 0,
+              f"SIGTERM while one is read and one waits: answered {statuses}, exit {code} ({time.time() - t0:.1f} s)")
+        srv = Server(binary, model, "--parallel", "1", "--cors-origin", "http://app.example")
+        p = srv.port
+
         origin = {"Origin": "http://app.example"}
         for stream in (False, True):
             status, _, resp = request(p, "POST", "/v1/completions", {"prompt": "Once", "max_tokens": 2, "stream": stream},
