@@ -30,6 +30,7 @@ std::unique_lock<std::mutex> EngineThread::lock_for_caller() {
 
 Status EngineThread::start() {
   if (in_sink()) return from_sink("start");
+  std::lock_guard<std::mutex> control(control_mu_);
   auto lock = lock_for_caller();
   if (started_.load()) return Error(Code::invalid_argument, "the engine is already started");
   if (thread_.joinable()) thread_.join();  // it ended by itself on a failure (kept for stop())
@@ -42,6 +43,7 @@ Status EngineThread::start() {
 
 Status EngineThread::stop() {
   if (in_sink()) return from_sink("stop");
+  std::lock_guard<std::mutex> control(control_mu_);
   std::thread t;
   {
     auto lock = lock_for_caller();

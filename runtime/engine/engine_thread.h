@@ -66,6 +66,10 @@ class EngineThread {
   void loop();
 
   std::unique_ptr<BatchEngine> engine_;
+  // Held for the whole of start() and stop(), join included: a start() between a stop()'s join and
+  // its end would otherwise see its new thread marked stopped, and the next start() join a thread
+  // that never ends (deadlock).
+  std::mutex control_mu_;
   std::mutex mu_;                 // guards engine_ and everything below but the atomics
   std::condition_variable work_;  // a request arrived, or stop
   std::thread thread_;

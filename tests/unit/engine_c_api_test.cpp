@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -471,6 +474,51 @@ TEST(CApi, EngineThreadStopKeepsRequestsAndRefusesMisuse) {
   ASSERT_EQ(lmrt_engine_start(e), LMRT_OK);
   wait_for_pieces(last, 1);
   EXPECT_EQ(lmrt_engine_free(e), LMRT_OK);
+}
+
+// Threads that stop and start one engine while requests come and go: a start() that came in
+// between a stop()'s join and its end used to leave the new thread marked stopped, and the next
+// start() then joined that thread under the engine's lock while it waited for the lock (deadlock).
+TEST(CApi, EngineThreadStartAndStopFromManyThreads) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 128, 1);
+  EnginePtr e = make_engine(ctx.get(), 4);
+  ASSERT_NE(e, nullptr);
+  std::atomic<int> refused{0};
+  auto churn = [&] {
+    for (int i = 0; i < 1000; ++i) {
+      const lmrt_generate_request r = lmrt::test::greedy_request("Once", 4);
+      uint64_t id = 0;
+      if (lmrt_engine_submit(e.get(), &r, nullptr, nullptr, &id) != LMRT_OK) ++refused;
+      if (lmrt_engine_stop(e.get()) != LMRT_OK) ++refused;
+      lmrt_engine_start(e.get());  // INVALID_ARGUMENT when another thread started it first
+    }
+  };
+  auto work = std::async(std::launch::async, [&] {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) threads.emplace_back(churn);
+    for (std::thread& t : threads) t.join();
+    // Whatever interleaving came, the engine is started and stops and starts as it should.
+    lmrt_engine_stats st{};
+    st.struct_size = sizeof st;
+    EXPECT_EQ(lmrt_engine_get_stats(e.get(), &st), LMRT_OK);
+    EXPECT_EQ(st.started, 1u);
+    EXPECT_EQ(lmrt_engine_stop(e.get()), LMRT_OK);
+    EXPECT_EQ(lmrt_engine_start(e.get()), LMRT_OK);
+    EXPECT_EQ(lmrt_engine_stop(e.get()), LMRT_OK);
+  });
+  if (work.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+    ADD_FAILURE() << "start/stop from several threads deadlocked";
+    std::fflush(nullptr);
+    std::_Exit(1);  // the deadlocked threads cannot be joined
+  }
+  EXPECT_EQ(refused.load(), 0);
+  ASSERT_EQ(lmrt_engine_run(e.get()), LMRT_OK) << lmrt_engine_last_error(e.get());
+  lmrt_engine_stats st{};
+  st.struct_size = sizeof st;
+  ASSERT_EQ(lmrt_engine_get_stats(e.get(), &st), LMRT_OK);
+  EXPECT_EQ(st.n_queued + st.n_running, 0u);
 }
 
 }  // namespace
