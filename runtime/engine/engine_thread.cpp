@@ -160,13 +160,16 @@ Status EngineThread::wait(uint64_t id, int64_t timeout_ms, bool* finished) {
   std::unique_lock<std::mutex> lock(status_mu_);
   if (done_.count(id) == 0 && std::find(live_.begin(), live_.end(), id) == live_.end())
     return Error(Code::invalid_argument, "no request " + std::to_string(id));
-  auto ready = [&] { return done_.count(id) != 0 || !started_.load(); };
+  // Neither live nor done: another thread released it after it finished, before this one woke (else
+  // this waiter would sleep forever).
+  auto ended = [&] { return std::find(live_.begin(), live_.end(), id) == live_.end(); };
+  auto ready = [&] { return ended() || !started_.load(); };
   if (timeout_ms < 0) {
     finishes_.wait(lock, ready);
   } else {
     finishes_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
   }
-  *finished = done_.count(id) != 0;
+  *finished = ended();
   return Status::Ok();
 }
 

@@ -45,10 +45,11 @@ class EngineThread {
   // a sink; the engine's own.
   Status step(uint32_t* n_unfinished);
   Status run();
-  // Waits until request `id` finished (*finished = true), timeout_ms passed (< 0: no limit) or the
-  // thread stopped (*finished = false). On a stopped engine it returns at once. It takes only the
-  // lock of the finish table (filled as requests finish), never the engine's: waiters and pollers
-  // never hold up a step. Errors: invalid_argument (unknown id, from a sink).
+  // Waits until request `id` finished (*finished = true; also when another thread released it
+  // meanwhile), timeout_ms passed (< 0: no limit) or the thread stopped (*finished = false). On a
+  // stopped engine it returns at once. It takes only the lock of the finish table (filled as
+  // requests finish), never the engine's: waiters and pollers never hold up a step. Errors:
+  // invalid_argument (unknown id, from a sink).
   Status wait(uint64_t id, int64_t timeout_ms, bool* finished);
   // Forgets a finished request. Errors: as BatchEngine::release; from a sink.
   Status release(uint64_t id);

@@ -521,4 +521,39 @@ TEST(CApi, EngineThreadStartAndStopFromManyThreads) {
   EXPECT_EQ(st.n_queued + st.n_running, 0u);
 }
 
+int slow_piece(void*, const lmrt_token_event*) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return 0;
+}
+
+TEST(CApi, EngineThreadWaiterWakesWhenAnotherThreadReleases) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 128, 1);
+  EnginePtr e = make_engine(ctx.get(), 4);
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(lmrt_engine_start(e.get()), LMRT_OK);
+  for (int i = 0; i < 50; ++i) {
+    const lmrt_generate_request r = lmrt::test::greedy_request("Once", 1);
+    uint64_t id = 0;
+    // The piece comes slowly, so that the other thread is asleep in wait by the time it finishes.
+    ASSERT_EQ(lmrt_engine_submit(e.get(), &r, slow_piece, nullptr, &id), LMRT_OK);
+    auto other = std::async(std::launch::async, [&] {
+      int finished = 0;
+      const lmrt_status s = lmrt_engine_wait(e.get(), id, -1, &finished);
+      return s == LMRT_ERR_INVALID_ARGUMENT ? 1 : finished;  // came after the release: unknown id
+    });
+    int finished = 0;
+    ASSERT_EQ(lmrt_engine_wait(e.get(), id, -1, &finished), LMRT_OK);
+    ASSERT_EQ(finished, 1);
+    ASSERT_EQ(lmrt_engine_release(e.get(), id), LMRT_OK);
+    if (other.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      ADD_FAILURE() << "a waiter slept on after another thread released request " << id;
+      std::fflush(nullptr);
+      std::_Exit(1);  // the sleeping thread cannot be joined
+    }
+    EXPECT_EQ(other.get(), 1);
+  }
+}
+
 }  // namespace
