@@ -64,6 +64,11 @@ lmrt_status lmrt_context_get_params(const lmrt_context* ctx, lmrt_context_params
 
 lmrt_status lmrt_context_reset(lmrt_context* ctx) {
   if (ctx == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  ctx->last_error.clear();
+  if (Status s = engine_owned(ctx, "lmrt_context_reset"); !s.ok()) {
+    ctx->last_error = s.message();
+    return LMRT_ERR_INVALID_ARGUMENT;
+  }
   ctx->ctx->truncate(0);
   return LMRT_OK;
 }
@@ -77,8 +82,12 @@ lmrt_status lmrt_context_n_past(const lmrt_context* ctx, uint32_t* n_past) {
 lmrt_status lmrt_eval(lmrt_context* ctx, const int32_t* tokens, size_t n_tokens) {
   if (ctx == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
   ctx->last_error.clear();
-  return guarded([&]() -> Status { return ctx->ctx->eval(tokens, n_tokens); },
-                 [&](const std::string& m) { ctx->last_error = m; });
+  return guarded(
+      [&]() -> Status {
+        LMRT_RETURN_IF_ERROR(engine_owned(ctx, "lmrt_eval"));
+        return ctx->ctx->eval(tokens, n_tokens);
+      },
+      [&](const std::string& m) { ctx->last_error = m; });
 }
 
 lmrt_status lmrt_get_logits(lmrt_context* ctx, size_t i, const float** logits, size_t* n_vocab) {
@@ -87,6 +96,7 @@ lmrt_status lmrt_get_logits(lmrt_context* ctx, size_t i, const float** logits, s
   return guarded(
       [&]() -> Status {
         if (logits == nullptr) return lmrt::Error(Code::invalid_argument, "logits is NULL");
+        LMRT_RETURN_IF_ERROR(engine_owned(ctx, "lmrt_get_logits"));
         const float* l = ctx->ctx->logits(i);
         if (l == nullptr)
           return lmrt::Error(Code::invalid_argument,

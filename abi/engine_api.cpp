@@ -58,6 +58,15 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
         if (p.reserved0 != 0) return lmrt::Error(Code::invalid_argument, "reserved0 must be 0");
         ep.prefix_reuse = p.prefix_reuse != 0;
         ep.retained_sequences = p.retained_sequences;
+        // Claimed before anything changes, so that of two engines on one context one is refused.
+        bool free_ctx = false;
+        if (!ctx->has_engine.compare_exchange_strong(free_ctx, true)) return engine_owned(ctx, "lmrt_engine_create");
+        struct Claim {
+          lmrt_context* ctx;
+          ~Claim() {
+            if (ctx != nullptr) ctx->has_engine.store(false);
+          }
+        } claim{ctx};
         auto e = std::make_unique<lmrt_engine>();
         e->ctx = ctx;
         e->on_finish = p.on_finish;
@@ -65,6 +74,7 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
         std::unique_ptr<lmrt::BatchEngine> be;
         LMRT_RETURN_IF_ERROR(lmrt::BatchEngine::create(*ctx->ctx, *ctx->model->tokenizer, ep, &be));
         e->engine = std::make_unique<lmrt::EngineThread>(std::move(be));
+        claim.ctx = nullptr;  // the engine's until lmrt_engine_free
         *out_engine = e.release();
         return Status::Ok();
       },
@@ -78,7 +88,9 @@ lmrt_status lmrt_engine_free(lmrt_engine* engine) {
     engine->errors.set("lmrt_engine_free called from a callback of the same engine");
     return LMRT_ERR_INVALID_ARGUMENT;
   }
-  delete engine;
+  lmrt_context* ctx = engine->ctx;
+  delete engine;  // stops the thread: only then is the context the caller's again
+  ctx->has_engine.store(false);
   return LMRT_OK;
 }
 

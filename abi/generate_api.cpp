@@ -241,6 +241,7 @@ lmrt_status lmrt_generate(lmrt_context* ctx, const lmrt_generate_request* reques
   return guarded(
       [&]() -> Status {
         if (request == nullptr) return lmrt::Error(Code::invalid_argument, "request is NULL");
+        LMRT_RETURN_IF_ERROR(engine_owned(ctx, "lmrt_generate"));
         if (result != nullptr && result->struct_size < sizeof(uint32_t))
           return lmrt::Error(Code::invalid_argument, "result->struct_size is not set");
         lmrt_generate_request req;

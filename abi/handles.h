@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -112,7 +113,22 @@ struct lmrt_context {
   lmrt::GenerateResult last_result;
   std::vector<lmrt::Beam> beams;      // the last beam search's beams
   std::vector<lmrt_beam> last_beams;  // C views of them
+  // Set while an engine runs on this context: the engine's thread evaluates into its arena and
+  // logits, so the functions that evaluate or read or replace them refuse (engine_owned) rather than
+  // corrupt the engine's sequences, and a second engine is refused.
+  std::atomic<bool> has_engine{false};
 };
+
+namespace lmrt::abi {
+
+// INVALID_ARGUMENT, naming `what`, while an engine owns ctx; else OK.
+inline lmrt::Status engine_owned(const lmrt_context* ctx, const char* what) {
+  if (!ctx->has_engine.load()) return lmrt::Status::Ok();
+  return lmrt::Error(lmrt::Code::invalid_argument,
+                     std::string(what) + ": an engine runs on this context (free the engine first)");
+}
+
+}  // namespace lmrt::abi
 
 // A batch engine on a context.
 struct lmrt_engine {

@@ -521,6 +521,64 @@ TEST(CApi, EngineThreadStartAndStopFromManyThreads) {
   EXPECT_EQ(st.n_queued + st.n_running, 0u);
 }
 
+// The context is the engine's while the engine lives: lmrt_eval, lmrt_generate, lmrt_get_logits,
+// lmrt_context_reset, the state functions and a second engine used to run on it unchecked, writing
+// the arena cells and logits that the engine's sequences use (and racing the engine's thread).
+// They are refused with a message; the engine's requests get what they get alone; once the engine
+// is freed the context is the caller's again.
+TEST(CApi, EngineOwnsItsContextUntilFreed) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  const Outcome expected = alone(m.get(), kCases[0]);
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 256);
+  lmrt_context* c = ctx.get();
+  EnginePtr e = make_engine(c, 2);
+  ASSERT_NE(e, nullptr);
+  const char* stop = nullptr;
+  const lmrt_generate_request r = request_for(kCases[0], &stop);
+  uint64_t id = 0;
+  ASSERT_EQ(lmrt_engine_submit(e.get(), &r, nullptr, nullptr, &id), LMRT_OK);
+  ASSERT_EQ(lmrt_engine_step(e.get(), nullptr), LMRT_OK);  // the prompt's first cells are written
+
+  auto refused = [&](lmrt_status s, const char* what) {
+    EXPECT_EQ(s, LMRT_ERR_INVALID_ARGUMENT) << what;
+    EXPECT_NE(std::string(lmrt_context_last_error(c)).find("engine"), std::string::npos) << what;
+  };
+  const int32_t tokens[4] = {1, 5, 9, 13};
+  refused(lmrt_eval(c, tokens, 4), "lmrt_eval");
+  const lmrt_generate_request other = lmrt::test::greedy_request("A big dog", 8);
+  refused(lmrt_generate(c, &other, nullptr, nullptr, nullptr), "lmrt_generate");
+  const float* logits = nullptr;
+  refused(lmrt_get_logits(c, 0, &logits, nullptr), "lmrt_get_logits");
+  refused(lmrt_context_reset(c), "lmrt_context_reset");
+  size_t size = 0, written = 0;
+  EXPECT_EQ(lmrt_context_state_size(c, &size), LMRT_ERR_INVALID_ARGUMENT);
+  std::vector<uint8_t> buf(1 << 16);
+  refused(lmrt_context_state_save(c, buf.data(), buf.size(), &written), "lmrt_context_state_save");
+  refused(lmrt_context_state_load(c, buf.data(), buf.size()), "lmrt_context_state_load");
+  lmrt_engine* second = nullptr;
+  char err[256] = {0};
+  EXPECT_EQ(lmrt_engine_create(c, nullptr, &second, err, sizeof err), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(second, nullptr);
+  EXPECT_NE(std::string(err).find("engine"), std::string::npos) << err;
+
+  ASSERT_EQ(lmrt_engine_run(e.get()), LMRT_OK) << lmrt_engine_last_error(e.get());
+  const Outcome got = finished_result(e.get(), id, Outcome{});
+  EXPECT_EQ(got.tokens, expected.tokens);
+
+  e.reset();  // the context is the caller's again
+  lmrt_generate_result res{};
+  res.struct_size = sizeof res;
+  ASSERT_EQ(lmrt_generate(c, &r, nullptr, nullptr, &res), LMRT_OK) << lmrt_context_last_error(c);
+  EXPECT_EQ(std::vector<int32_t>(res.tokens, res.tokens + res.completion_tokens), expected.tokens);
+  EXPECT_EQ(lmrt_context_state_size(c, &size), LMRT_OK);
+  EnginePtr again = make_engine(c, 2);
+  EXPECT_NE(again, nullptr);
+}
+
+// Two threads wait for one request; the first to wake releases it. The other used to sleep
+// forever: a released request is neither live nor done in the finish table, and its waiter only
+// woke for done ones. It now wakes and reports the request finished.
 int slow_piece(void*, const lmrt_token_event*) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   return 0;

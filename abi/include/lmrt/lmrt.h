@@ -875,7 +875,9 @@ LMRT_API lmrt_status lmrt_grammar_check(const char* gbnf, char* err, size_t err_
  * step under way. Callbacks run on the stepping thread with that lock held and may call
  * lmrt_engine_cancel, nothing else of the engine (the others return INVALID_ARGUMENT from a
  * callback). lmrt_engine_last_error is kept per calling thread. The context is the engine's while
- * the engine lives: do not use it otherwise. */
+ * the engine lives: lmrt_eval, lmrt_get_logits, lmrt_generate, lmrt_context_reset, the
+ * lmrt_context_state_* functions and a second lmrt_engine_create on it return INVALID_ARGUMENT until
+ * lmrt_engine_free. */
 typedef struct lmrt_engine lmrt_engine;
 
 /* Tells that a request finished, so that a thread waiting for it needs no polling: called exactly
@@ -926,7 +928,7 @@ static inline lmrt_status lmrt_engine_params_init(lmrt_engine_params* params) {
  * (n_batch: tokens per step), threads and KV type it uses. The context forgets the tokens it held;
  * it must outlive the engine and must not be used while the engine lives. params: NULL for defaults.
  * err/err_size: optional message buffer. Errors: INVALID_ARGUMENT (max_sequences outside 1..16,
- * prefill_chunk 0), OUT_OF_MEMORY. */
+ * prefill_chunk 0, ctx already has an engine), OUT_OF_MEMORY. */
 LMRT_API lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* params, lmrt_engine** out_engine,
                                         char* err, size_t err_size);
 /* Frees an engine and every request it holds (finished or not; their callbacks are not called),
@@ -978,7 +980,8 @@ LMRT_API lmrt_status lmrt_engine_start(lmrt_engine* engine);
  * (INTERNAL, OUT_OF_MEMORY: the step's status, with its message). */
 LMRT_API lmrt_status lmrt_engine_stop(lmrt_engine* engine);
 /* Waits until request_id has finished (*finished = 1), timeout_ms milliseconds have passed (a
- * negative timeout_ms waits without limit) or the engine's thread stopped (*finished = 0); on an
+ * negative timeout_ms waits without limit; a request another thread released meanwhile counts as
+ * finished) or the engine's thread stopped (*finished = 0); on an
  * engine that is not started it returns at once. Errors: INVALID_ARGUMENT (unknown id, NULL
  * finished, called from a callback). */
 LMRT_API lmrt_status lmrt_engine_wait(lmrt_engine* engine, uint64_t request_id, int64_t timeout_ms, int* finished);
