@@ -231,7 +231,7 @@ lmrt_status lmrt_token_to_piece(const lmrt_model* model, int32_t token, char* bu
         *len = piece.size();
         if (piece.size() > capacity)
           return lmrt::Error(Code::buffer_too_small, "the piece has " + std::to_string(piece.size()) + " bytes");
-        std::memcpy(buf, piece.data(), piece.size());
+        if (!piece.empty()) std::memcpy(buf, piece.data(), piece.size());  // buf may be NULL for an empty piece
         return Status::Ok();
       },
       [&](const std::string& m) { model->set_error(m); });

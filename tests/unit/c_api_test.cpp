@@ -252,6 +252,13 @@ TEST(CApi, TokenizeReportsNeededSizeAndBadUtf8) {
   char buf[8];
   EXPECT_EQ(lmrt_token_to_piece(m.get(), 5000, buf, sizeof buf, &len), LMRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(lmrt_token_to_piece(m.get(), -1, buf, sizeof buf, &len), LMRT_ERR_INVALID_ARGUMENT);
+  // Asking for the length with no buffer, as lmrt.h allows: the BOS control token's piece is empty (UBSan
+  // caught a memcpy from it into NULL), a word's is BUFFER_TOO_SMALL with its length.
+  len = 99;
+  EXPECT_EQ(lmrt_token_to_piece(m.get(), 1, nullptr, 0, &len), LMRT_OK);
+  EXPECT_EQ(len, 0u);
+  EXPECT_EQ(lmrt_token_to_piece(m.get(), ids[1], nullptr, 0, &len), LMRT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_GT(len, 0u);
 }
 
 TEST(CApi, StreamsValidUtf8ThatAddsUpToTheResult) {
