@@ -528,7 +528,7 @@ class SchemaTranslator {
 
 }  // namespace
 
-Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf) {
+Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf, Grammar* parsed) {
   Json root;
   LMRT_RETURN_IF_ERROR(parse_bounded_json(schema, "json schema", &root));
   SchemaTranslator t(root);
@@ -536,7 +536,7 @@ Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf) {
   // A $ref cycle that reads no character on the way ({"$ref": "#"}, or through anyOf) is a left-recursive
   // grammar: refused here, naming the schema, rather than by the first generation that parses it.
   Grammar check;
-  if (Status s = parse_gbnf(*gbnf, &check); !s.ok()) {
+  if (Status s = parse_gbnf(*gbnf, parsed != nullptr ? parsed : &check); !s.ok()) {
     gbnf->clear();
     if (s.message().find("left-recursive") == std::string::npos)
       return Error(Code::internal, "json schema: the grammar made from it does not parse: " + s.message());

@@ -18,9 +18,14 @@
 
 namespace lmrt {
 
+struct Grammar;
+
+// The text is parsed before it is returned (a $ref cycle that reads nothing is refused then); `parsed`, when
+// not null, receives that parse, so that a caller about to parse it need not do it again.
 // Errors: invalid_argument "json schema at PATH: ..." (bad JSON, unsupported keyword, bad $ref, a
-// grammar larger than the GBNF parser takes: kMaxGrammarText, refused while it is being built).
-Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf);
+// grammar larger than the GBNF parser takes: kMaxGrammarText, refused while it is being built; a $ref
+// cycle reaching itself before any character).
+Status json_schema_to_gbnf(std::string_view schema, std::string* gbnf, Grammar* parsed = nullptr);
 
 // The GBNF of any JSON object (the CLI's --json-object, OpenAI's response_format json_object).
 std::string json_object_gbnf();

@@ -111,10 +111,12 @@ Status make_grammar_sampler(std::shared_ptr<const Grammar> grammar, std::shared_
 
 Status make_grammar_sampler_from_text(std::string_view text, bool is_json_schema,
                                       std::shared_ptr<const TokenTrie> vocab, std::unique_ptr<Sampler>* out) {
-  std::string gbnf;
-  if (is_json_schema) LMRT_RETURN_IF_ERROR(json_schema_to_gbnf(text, &gbnf));
   auto grammar = std::make_shared<Grammar>();
-  LMRT_RETURN_IF_ERROR(parse_gbnf(is_json_schema ? std::string_view(gbnf) : text, grammar.get()));
+  std::string gbnf;
+  if (is_json_schema)
+    LMRT_RETURN_IF_ERROR(json_schema_to_gbnf(text, &gbnf, grammar.get()));  // parsed there
+  else
+    LMRT_RETURN_IF_ERROR(parse_gbnf(text, grammar.get()));
   return make_grammar_sampler(std::move(grammar), std::move(vocab), text_key(is_json_schema ? "schema" : "gbnf", text),
                               out);
 }
