@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,17 +28,13 @@ struct FdGuard {
 
 Status MappedFile::open(const std::string& path, bool use_mmap, std::unique_ptr<MappedFile>* out) {
   if (path.empty()) return Error(Code::invalid_argument, "model path is empty");
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; it changes
-  // nothing for the regular files accepted below.
-  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-  if (fd.fd < 0) return io_error("cannot open", path);
-  struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) return io_error("cannot stat", path);
-  if (!S_ISREG(st.st_mode)) return Error(Code::io, "not a regular file: '" + path + "'");
+  FdGuard fd{-1};
+  uint64_t size = 0;
+  LMRT_RETURN_IF_ERROR(open_regular_file(path, &fd.fd, &size));
 
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
+  file->size_ = static_cast<size_t>(size);
   if (file->size_ == 0) {
     *out = std::move(file);
     return Status::Ok();
