@@ -141,6 +141,13 @@ bool run_all(const Lane& lane, uint32_t n_ctx, const ApiRequest& r, const std::v
   return run_on_context(lane.shift_ctx, r, prompt_ids, sink, totals);
 }
 
+// As many requests as the pool takes (its workers and its queue): the preparation queue's length, so that
+// a burst the pool would take is not refused before it.
+size_t requests_taken(const ContextPool& pool) {
+  const ContextPool::Stats s = pool.stats();
+  return s.max_queue + s.idle + s.busy;
+}
+
 HttpResponse busy_response() {
   return error_response(make_error(429, "the server is busy: every context is in use and the wait queue is full",
                                    "server_busy", "rate_limit_exceeded"));
@@ -200,8 +207,7 @@ ApiServer::ApiServer(const lmrt_model* model, ContextPool* pool, ModelFacts fact
       metrics_(metrics),
       started_(now_seconds()),
       max_piece_bytes_(max_text_bytes_per_token(model)),
-      // As many as the pool takes (its workers and queue), so that a burst it would take is not refused here.
-      preparing_(pool->stats().max_queue + pool->stats().idle + pool->stats().busy) {}
+      preparing_(requests_taken(*pool)) {}
 
 std::string ApiServer::next_id(Endpoint ep) {
   const uint64_t n = counter_.fetch_add(1);
