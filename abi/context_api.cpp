@@ -43,7 +43,9 @@ lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* pa
 }
 
 lmrt_status lmrt_context_free(lmrt_context* ctx) {
-  delete ctx;
+  if (ctx == nullptr) return LMRT_OK;
+  // While an engine runs on it, the engine's lmrt_engine_free frees it (the engine keeps working until then).
+  if ((ctx->ownership.fetch_or(lmrt_context::kFreed) & lmrt_context::kEngine) == 0) delete ctx;
   return LMRT_OK;
 }
 

@@ -59,12 +59,13 @@ lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* para
         ep.prefix_reuse = p.prefix_reuse != 0;
         ep.retained_sequences = p.retained_sequences;
         // Claimed before anything changes, so that of two engines on one context one is refused.
-        bool free_ctx = false;
-        if (!ctx->has_engine.compare_exchange_strong(free_ctx, true)) return engine_owned(ctx, "lmrt_engine_create");
+        unsigned unowned = 0;
+        if (!ctx->ownership.compare_exchange_strong(unowned, lmrt_context::kEngine))
+          return engine_owned(ctx, "lmrt_engine_create");
         struct Claim {
           lmrt_context* ctx;
           ~Claim() {
-            if (ctx != nullptr) ctx->has_engine.store(false);
+            if (ctx != nullptr) ctx->ownership.fetch_and(~lmrt_context::kEngine);
           }
         } claim{ctx};
         auto e = std::make_unique<lmrt_engine>();
@@ -90,7 +91,8 @@ lmrt_status lmrt_engine_free(lmrt_engine* engine) {
   }
   lmrt_context* ctx = engine->ctx;
   delete engine;  // stops the thread: only then is the context the caller's again
-  ctx->has_engine.store(false);
+  // A context the caller freed while this engine ran goes with it.
+  if ((ctx->ownership.fetch_and(~lmrt_context::kEngine) & lmrt_context::kFreed) != 0) delete ctx;
   return LMRT_OK;
 }
 
@@ -137,6 +139,7 @@ lmrt_status lmrt_engine_submit(lmrt_engine* engine, const lmrt_generate_request*
 
 lmrt_status lmrt_engine_cancel(lmrt_engine* engine, uint64_t request_id) {
   if (engine == nullptr) return LMRT_ERR_INVALID_ARGUMENT;
+  engine->errors.clear();
   return guarded([&]() -> Status { return engine->engine->cancel(request_id); },
                  [&](const std::string& m) { engine->errors.set(m); });
 }

@@ -113,17 +113,21 @@ struct lmrt_context {
   lmrt::GenerateResult last_result;
   std::vector<lmrt::Beam> beams;      // the last beam search's beams
   std::vector<lmrt_beam> last_beams;  // C views of them
-  // Set while an engine runs on this context: the engine's thread evaluates into its arena and
+  // kEngine while an engine runs on this context: the engine's thread evaluates into its arena and
   // logits, so the functions that evaluate or read or replace them refuse (engine_owned) rather than
-  // corrupt the engine's sequences, and a second engine is refused.
-  std::atomic<bool> has_engine{false};
+  // corrupt the engine's sequences, and a second engine is refused. kFreed once lmrt_context_free was
+  // called while an engine ran: the context is then freed with the engine, by whichever of the two
+  // calls clears the other's bit last (one atomic word, so exactly one of them deletes it).
+  static constexpr unsigned kEngine = 1, kFreed = 2;
+  std::atomic<unsigned> ownership{0};
+  bool has_engine() const { return (ownership.load() & kEngine) != 0; }
 };
 
 namespace lmrt::abi {
 
 // INVALID_ARGUMENT, naming `what`, while an engine owns ctx; else OK.
 inline lmrt::Status engine_owned(const lmrt_context* ctx, const char* what) {
-  if (!ctx->has_engine.load()) return lmrt::Status::Ok();
+  if (!ctx->has_engine()) return lmrt::Status::Ok();
   return lmrt::Error(lmrt::Code::invalid_argument,
                      std::string(what) + ": an engine runs on this context (free the engine first)");
 }

@@ -11,7 +11,7 @@ using namespace lmrt::abi;
 extern "C" {
 
 lmrt_status lmrt_context_state_size(const lmrt_context* ctx, size_t* size) {
-  if (ctx == nullptr || size == nullptr || ctx->has_engine.load()) return LMRT_ERR_INVALID_ARGUMENT;
+  if (ctx == nullptr || size == nullptr || ctx->has_engine()) return LMRT_ERR_INVALID_ARGUMENT;
   *size = lmrt::context_state_size(*ctx->ctx);
   return LMRT_OK;
 }

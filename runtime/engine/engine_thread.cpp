@@ -33,6 +33,9 @@ Status EngineThread::start() {
   std::lock_guard<std::mutex> control(control_mu_);
   auto lock = lock_for_caller();
   if (started_.load()) return Error(Code::invalid_argument, "the engine is already started");
+  if (runs_ > 0)
+    return Error(Code::invalid_argument,
+                 "lmrt_engine_run is stepping the engine on another thread: start it after that returns");
   if (thread_.joinable()) thread_.join();  // it ended by itself on a failure (kept for stop())
   quit_ = false;
   thread_status_ = Status::Ok();
@@ -149,8 +152,26 @@ Status EngineThread::step(uint32_t* n_unfinished) {
 }
 
 Status EngineThread::run() {
+  if (in_sink()) return from_sink("run");
+  {
+    auto lock = lock_for_caller();
+    if (started_.load()) return Error(Code::invalid_argument, "the engine runs on its own thread: stop it first");
+    ++runs_;
+  }
+  struct Leave {
+    EngineThread* self;
+    ~Leave() {
+      auto lock = self->lock_for_caller();
+      --self->runs_;
+    }
+  } leave{this};
   uint32_t left = 1;
-  while (left > 0) LMRT_RETURN_IF_ERROR(step(&left));
+  while (left > 0) {
+    LMRT_RETURN_IF_ERROR(step(&left));
+    // As between the engine thread's steps: std::mutex is not fair, and without this a submit or
+    // cancel from another thread waited for the whole run.
+    while (want_.load() > 0) std::this_thread::yield();
+  }
   return Status::Ok();
 }
 

@@ -28,7 +28,8 @@ class EngineThread {
   EngineThread(const EngineThread&) = delete;
   EngineThread& operator=(const EngineThread&) = delete;
 
-  // Starts the engine's thread. Errors: invalid_argument (already started, or called from a sink).
+  // Starts the engine's thread. Errors: invalid_argument (already started, run() under way on another
+  // thread, or called from a sink).
   Status start();
   // Stops the thread after the step under way and joins it; requests keep their state (a later
   // start() or step() goes on with them) and waiters wake. Stopping a stopped engine is a no-op.
@@ -42,7 +43,8 @@ class EngineThread {
   Status submit(EngineRequest request, uint64_t* id);
   Status cancel(uint64_t id);
   // One step (or all of them) on the calling thread. Errors: invalid_argument while started, from
-  // a sink; the engine's own.
+  // a sink; the engine's own. While a run() is under way, start() is refused: it would take the engine
+  // from under that run() part way through.
   Status step(uint32_t* n_unfinished);
   Status run();
   // Waits until request `id` finished (*finished = true; also when another thread released it
@@ -75,6 +77,7 @@ class EngineThread {
   std::condition_variable work_;  // a request arrived, or stop
   std::thread thread_;
   bool quit_ = false;
+  int runs_ = 0;  // callers inside run()
   Status thread_status_;
   std::atomic<bool> started_{false};
   std::atomic<int> want_{0};                // callers waiting for mu_

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -612,6 +613,112 @@ TEST(CApi, EngineThreadWaiterWakesWhenAnotherThreadReleases) {
     }
     EXPECT_EQ(other.get(), 1);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// lmrt_context_free while an engine still runs on the context deleted it under the engine: the next step
+// read freed memory (ASan's heap-use-after-free). The free now waits for lmrt_engine_free, as
+// sqlite3_close_v2 waits for a connection's statements: the engine finishes its requests with the tokens
+// they get alone, and freeing it frees the context (LeakSanitizer would report it otherwise).
+TEST(CApi, EngineOutlivesAContextFreedUnderIt) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  const Outcome expected = alone(m.get(), kCases[0]);
+  for (bool started : {false, true}) {
+    SCOPED_TRACE(started ? "on its own thread" : "stepped by the caller");
+    ContextPtr ctx = lmrt::test::make_context(m.get(), 256);
+    EnginePtr e = make_engine(ctx.get(), 2);
+    ASSERT_NE(e, nullptr);
+    const char* stop = nullptr;
+    const lmrt_generate_request r = request_for(kCases[0], &stop);
+    uint64_t id = 0;
+    ASSERT_EQ(lmrt_engine_submit(e.get(), &r, nullptr, nullptr, &id), LMRT_OK);
+    ASSERT_EQ(lmrt_engine_step(e.get(), nullptr), LMRT_OK);
+    EXPECT_EQ(lmrt_context_free(ctx.release()), LMRT_OK);
+    if (started) {
+      ASSERT_EQ(lmrt_engine_start(e.get()), LMRT_OK);
+      int finished = 0;
+      ASSERT_EQ(lmrt_engine_wait(e.get(), id, -1, &finished), LMRT_OK);
+      EXPECT_EQ(finished, 1);
+    } else {
+      ASSERT_EQ(lmrt_engine_run(e.get()), LMRT_OK) << lmrt_engine_last_error(e.get());
+    }
+    EXPECT_EQ(finished_result(e.get(), id, Outcome{}).tokens, expected.tokens);
+    uint64_t later = 0;  // and it takes new requests
+    ASSERT_EQ(lmrt_engine_submit(e.get(), &r, nullptr, nullptr, &later), LMRT_OK);
+    if (!started) {
+      ASSERT_EQ(lmrt_engine_run(e.get()), LMRT_OK);
+    }
+    int finished = 0;
+    ASSERT_EQ(lmrt_engine_wait(e.get(), later, -1, &finished), LMRT_OK);
+    EXPECT_EQ(finished_result(e.get(), later, Outcome{}).tokens, expected.tokens);
+    EXPECT_EQ(lmrt_engine_free(e.release()), LMRT_OK);  // frees the context too
+  }
+}
+
+// lmrt_engine_start from another thread while lmrt_engine_run stepped the engine succeeded, and the run then
+// failed part way ("runs on its own thread") with its requests moved to the engine's thread; and a cancel from
+// another thread waited for the whole run (the run's steps took the lock back before any other caller). Now the
+// start is refused with a message, the cancel lands within a step, and a start after the run returns succeeds.
+std::atomic<int> g_run_pieces{0};
+int counted_slow_piece(void*, const lmrt_token_event*) {
+  g_run_pieces.fetch_add(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return 0;
+}
+
+TEST(CApi, EngineStartIsRefusedWhileARunSteps) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 256, 1);
+  EnginePtr e = make_engine(ctx.get(), 2);
+  ASSERT_NE(e, nullptr);
+  lmrt_generate_request r = lmrt::test::greedy_request("Once upon a time", 60);
+  // The end of text banned, so that all 60 pieces come, slowly: the run lasts at least 120 ms.
+  lmrt_tokenizer_info ti;
+  ti.struct_size = sizeof ti;
+  ASSERT_EQ(lmrt_model_get_tokenizer_info(m.get(), &ti), LMRT_OK);
+  std::vector<lmrt_logit_bias> ban;
+  for (uint32_t i = 0; i < ti.n_eog_tokens && i < 16; ++i) ban.push_back({ti.eog_tokens[i], -INFINITY});
+  r.logit_bias = ban.data();
+  r.n_logit_bias = static_cast<uint32_t>(ban.size());
+  uint64_t id = 0;
+  g_run_pieces.store(0);
+  ASSERT_EQ(lmrt_engine_submit(e.get(), &r, counted_slow_piece, nullptr, &id), LMRT_OK);
+  auto run = std::async(std::launch::async, [&] { return lmrt_engine_run(e.get()); });
+  while (g_run_pieces.load() < 2) std::this_thread::yield();
+  EXPECT_EQ(lmrt_engine_start(e.get()), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lmrt_engine_last_error(e.get())).find("lmrt_engine_run"), std::string::npos)
+      << lmrt_engine_last_error(e.get());
+  ASSERT_EQ(lmrt_engine_cancel(e.get(), id), LMRT_OK);
+  ASSERT_EQ(run.get(), LMRT_OK) << lmrt_engine_last_error(e.get());
+  lmrt_generate_result res{};
+  res.struct_size = sizeof res;
+  ASSERT_EQ(lmrt_engine_result(e.get(), id, &res), LMRT_OK);
+  EXPECT_EQ(res.finish_reason, LMRT_FINISH_CANCELLED);
+  EXPECT_LT(res.completion_tokens, 30u) << "the cancel waited for the run";
+  EXPECT_EQ(lmrt_engine_start(e.get()), LMRT_OK) << lmrt_engine_last_error(e.get());
+  EXPECT_EQ(lmrt_engine_stop(e.get()), LMRT_OK);
+}
+
+// A successful cancel left the message of an earlier failed call in lmrt_engine_last_error.
+TEST(CApi, EngineCancelClearsTheLastError) {
+  ModelPtr m = lmrt::test::open_shared_model("stories260K.gguf");
+  ASSERT_NE(m, nullptr);
+  ContextPtr ctx = lmrt::test::make_context(m.get(), 128, 1);
+  EnginePtr e = make_engine(ctx.get(), 2);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(lmrt_engine_release(e.get(), 12345), LMRT_ERR_INVALID_ARGUMENT);
+  EXPECT_STRNE(lmrt_engine_last_error(e.get()), "");
+  const lmrt_generate_request r = lmrt::test::greedy_request("Once", 8);
+  uint64_t id = 0;
+  ASSERT_EQ(lmrt_engine_submit(e.get(), &r, nullptr, nullptr, &id), LMRT_OK);
+  EXPECT_EQ(lmrt_engine_release(e.get(), 12345), LMRT_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(lmrt_engine_cancel(e.get(), id), LMRT_OK);
+  EXPECT_STREQ(lmrt_engine_last_error(e.get()), "");
 }
 
 }  // namespace

@@ -348,7 +348,9 @@ static inline lmrt_status lmrt_context_params_init(lmrt_context_params* params) 
 LMRT_API lmrt_status lmrt_context_create(lmrt_model* model, const lmrt_context_params* params, lmrt_context** out_ctx,
                                          char* err, size_t err_size);
 
-/* Frees a context and its arena and threads. NULL is a no-op. Always returns LMRT_OK. */
+/* Frees a context and its arena and threads. NULL is a no-op. Always returns LMRT_OK. A context an
+ * engine still runs on is freed by that engine's lmrt_engine_free instead (the engine works until then;
+ * the context handle must not be used again either way). */
 LMRT_API lmrt_status lmrt_context_free(lmrt_context* ctx);
 
 /* The message of the last failed call on ctx ("" if none or ctx is NULL); valid until the next call
@@ -925,8 +927,9 @@ static inline lmrt_status lmrt_engine_params_init(lmrt_engine_params* params) {
 }
 
 /* Creates an engine on ctx, whose KV arena (n_ctx cells shared by all requests), batch size
- * (n_batch: tokens per step), threads and KV type it uses. The context forgets the tokens it held;
- * it must outlive the engine and must not be used while the engine lives. params: NULL for defaults.
+ * (n_batch: tokens per step), threads and KV type it uses. The context forgets the tokens it held and
+ * must not be used while the engine lives (lmrt_context_free meanwhile leaves freeing it to
+ * lmrt_engine_free). params: NULL for defaults.
  * err/err_size: optional message buffer. Errors: INVALID_ARGUMENT (max_sequences outside 1..16,
  * prefill_chunk 0, ctx already has an engine), OUT_OF_MEMORY. */
 LMRT_API lmrt_status lmrt_engine_create(lmrt_context* ctx, const lmrt_engine_params* params, lmrt_engine** out_engine,
@@ -954,7 +957,8 @@ LMRT_API lmrt_status lmrt_engine_cancel(lmrt_engine* engine, uint64_t request_id
  * A request's own failure (a plugin sampler's) finishes it with LMRT_FINISH_ERROR and does not fail
  * the step. Errors: INVALID_ARGUMENT, INTERNAL. */
 LMRT_API lmrt_status lmrt_engine_step(lmrt_engine* engine, uint32_t* n_unfinished);
-/* Steps on the calling thread until every request has finished. */
+/* Steps on the calling thread until every request has finished. lmrt_engine_start is refused while it
+ * runs. */
 LMRT_API lmrt_status lmrt_engine_run(lmrt_engine* engine);
 /* A request's result so far (finish_reason LMRT_FINISH_NONE while it runs): text, tokens, logprobs,
  * usage and timings (ttft_ms counts from lmrt_engine_submit; reused_tokens counts the prompt tokens
@@ -971,7 +975,8 @@ LMRT_API lmrt_status lmrt_engine_release(lmrt_engine* engine, uint64_t request_i
 
 /* Starts the engine's own thread: it steps while requests are queued or running and sleeps (no busy
  * wait) while none is, waking at the next submit. lmrt_engine_step/_run are refused until
- * lmrt_engine_stop. Errors: INVALID_ARGUMENT (already started, called from a callback). */
+ * lmrt_engine_stop. Errors: INVALID_ARGUMENT (already started, lmrt_engine_run stepping it on another
+ * thread, called from a callback). */
 LMRT_API lmrt_status lmrt_engine_start(lmrt_engine* engine);
 /* Stops the engine's thread after the step under way and waits for it to end. Requests keep their
  * state (queued, half-generated or finished): a later lmrt_engine_start or lmrt_engine_step goes on
