@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev               # scripts/fuzz.sh (libFuzzer)
   python3-jinja2                         # tests/chat: the reference renderer of chat templates
   python3-jsonschema                     # tests/grammar: every constrained output validated against its schema
+  python3-numpy                          # tests/bench: make_synth.py writes the benchmark models
 )
 # The AArch64 cross test (scripts/cross-test-aarch64.sh) installs its own packages: it must first add
 # the arm64 architecture to dpkg, which this script leaves alone.
