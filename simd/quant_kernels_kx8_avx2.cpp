@@ -113,46 +113,11 @@ struct Q4KFactors {
           _mm256_xor_ps(_mm256_set1_ps(-0.0f), dmin)};
 }
 
-// A unit's 4-bit codes as bytes, in the order the dot product reads them: 32-byte piece i = 8c + 2g + h of the
-// codes (sub-unit 4c + g, half h) gives lo[i] (its low nibbles, sub-block 2c) and hi[i] (its high ones, 2c + 1).
-struct Q4KCodes {
-  __m256i lo[32], hi[32];
-};
-
-// Reads piece i of a unit's codes as bytes: from the packed unit (every token unpacks again) or from a Q4KCodes
-// that q4_kx8_unpack filled once for all the tokens of a batch (two loads of L1 instead of three operations).
-struct PackedCodes {
-  const uint8_t* qs;
-  [[gnu::always_inline]] void get(int i, __m256i* lo, __m256i* hi) const {
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * i));
-    *lo = _mm256_and_si256(w, low4);
-    *hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low4);
-  }
-};
-struct UnpackedCodes {
-  const Q4KCodes* codes;
-  [[gnu::always_inline]] void get(int i, __m256i* lo, __m256i* hi) const {
-    *lo = _mm256_load_si256(&codes->lo[i]);
-    *hi = _mm256_load_si256(&codes->hi[i]);
-  }
-};
-
-[[gnu::always_inline]] inline void q4_kx8_unpack(const uint8_t* unit, Q4KCodes* out) {
-  const PackedCodes packed{unit + kQ4_Kx8QsOffset};
-#pragma GCC unroll 32
-  for (int i = 0; i < 32; ++i) {
-    __m256i lo, hi;
-    packed.get(i, &lo, &hi);
-    _mm256_store_si256(&out->lo[i], lo);
-    _mm256_store_si256(&out->hi[i], hi);
-  }
-}
-
 // acc (row r in lane r) += one unit's dot products with one token's Q8_K block.
-template <class Codes>
-[[gnu::always_inline]] inline __m256 q4_kx8_unit_dot(const Codes& codes, const Q4KScales& sc, __m256 d, __m256 ndmin,
+[[gnu::always_inline]] inline __m256 q4_kx8_unit_dot(const uint8_t* unit, const Q4KScales& sc, __m256 d, __m256 ndmin,
                                                      const BlockQ8_K& x, __m256 acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const uint8_t* qs = unit + kQ4_Kx8QsOffset;
   __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
@@ -163,10 +128,9 @@ template <class Codes>
       const __m256i xl = bcast8(x.qs + 64 * c + 8 * g), xh = bcast8(x.qs + 64 * c + 32 + 8 * g);
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        __m256i wl, wh;
-        codes.get(8 * c + 2 * g + h, &wl, &wh);
-        lo[h] = _mm256_add_epi16(lo[h], _mm256_maddubs_epi16(wl, xl));
-        hi[h] = _mm256_add_epi16(hi[h], _mm256_maddubs_epi16(wh, xh));
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * (4 * c + g) + 32 * h));
+        lo[h] = _mm256_add_epi16(lo[h], _mm256_maddubs_epi16(_mm256_and_si256(w, low4), xl));
+        hi[h] = _mm256_add_epi16(hi[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), low4), xh));
         keep_chain(lo[h]);  // linear chains: reassociated into trees they spill (vnni256_x86.h)
         keep_chain(hi[h]);
       }
@@ -204,7 +168,7 @@ void q4_kx8_groups_by_token(const uint8_t* w, size_t w_row_bytes, const uint8_t*
       for (size_t b = 0; b < nb; ++b) {
         const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
         const Q4KFactors f = q4_kx8_factors(unit);
-        acc = q4_kx8_unit_dot(PackedCodes{unit + kQ4_Kx8QsOffset}, q4_kx8_scales(unit), f.d, f.ndmin, xt[b], acc);
+        acc = q4_kx8_unit_dot(unit, q4_kx8_scales(unit), f.d, f.ndmin, xt[b], acc);
       }
       _mm256_storeu_ps(y + t * ldy + g * kKx8Rows, acc);
     }
@@ -215,20 +179,23 @@ void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
                            size_t nb, size_t g0, size_t g1, float* y, size_t ldy) {
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
-    // Unit by unit, each token in turn: a unit's scales and codes are decoded once for all the tokens (the
-    // codes to 2 KiB of bytes in L1). Each token's chain over the units is the decode order.
+    // Unit by unit, each token in turn: a unit's scales are decoded once for all the tokens, and its codes
+    // (1152 bytes) are in L1 after the first. Each token's chain over the units is the decode order.
     __m256 acc[kMaxTiled];
-    Q4KCodes codes;
     for (size_t t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
       const Q4KFactors f = q4_kx8_factors(unit);
       const Q4KScales sc = q4_kx8_scales(unit);
-      q4_kx8_unpack(unit, &codes);
-      const UnpackedCodes unpacked{&codes};
+      // The next unit's lines requested now, all at once, while this one is multiplied with every token (a
+      // unit takes about a thousand cycles at 8 tokens, a DRAM miss a few hundred): its first-token pass would
+      // otherwise wait for them line by line.
+      if (b + 1 < nb || g + 1 < g1)  // the next group's first unit follows the last
+        for (size_t o = 0; o < kQ4_Kx8UnitBytes; o += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(unit + kQ4_Kx8UnitBytes + o), _MM_HINT_T0);
       for (size_t t = 0; t < n_tok; ++t) {
         const auto* xt = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
-        acc[t] = q4_kx8_unit_dot(unpacked, sc, f.d, f.ndmin, xt[b], acc[t]);
+        acc[t] = q4_kx8_unit_dot(unit, sc, f.d, f.ndmin, xt[b], acc[t]);
       }
     }
     for (size_t t = 0; t < n_tok; ++t) _mm256_storeu_ps(y + t * ldy + g * kKx8Rows, acc[t]);
