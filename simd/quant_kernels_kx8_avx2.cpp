@@ -179,8 +179,8 @@ void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
                            size_t nb, size_t g0, size_t g1, float* y, size_t ldy) {
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
-    // Unit by unit, each token in turn: a unit's scales are decoded once for all the tokens, and its codes
-    // (1152 bytes) are in L1 after the first. Each token's chain over the units is the decode order.
+    // Unit by unit, each token in turn: a unit's scales are decoded once for all the tokens, and the unit
+    // (1152 bytes) is in L1 after the first. Each token's chain over the units is the decode order.
     __m256 acc[kMaxTiled];
     for (size_t t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
