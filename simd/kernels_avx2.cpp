@@ -23,6 +23,7 @@
 #include "simd/kernels.h"
 #include "simd/kv_streams.h"
 #include "simd/matmul_tiling.h"
+#include "simd/prefetch_x86.h"
 #include "simd/quant_kernels.h"
 #include "simd/slab_gemm.h"
 
@@ -34,13 +35,7 @@ using Ops = FloatOps<xsimd::fma3<xsimd::avx2>>;  // RMSNorm, softmax, SiLU-mul, 
 using tiling::MatmulArgs;
 
 constexpr size_t kBlock = 32;
-constexpr size_t kLine = 64;
 constexpr size_t kF32Lanes = 8;
-
-template <size_t kBytes>
-void prefetch_span(const uint8_t* p) {
-  for (size_t o = 0; o <= kBytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
-}
 
 float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

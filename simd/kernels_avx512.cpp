@@ -29,6 +29,7 @@
 #include "simd/kernels.h"
 #include "simd/kv_streams.h"
 #include "simd/matmul_tiling.h"
+#include "simd/prefetch_x86.h"
 #include "simd/quant_kernels.h"
 
 namespace lmrt::simd {
@@ -42,14 +43,7 @@ constexpr size_t kBlock = 32;                     // elements per Q4_0 / Q8_0 bl
 constexpr size_t kQ4Bytes = sizeof(BlockQ4_0);    // 18
 constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);    // 34
 constexpr size_t kActBytes = sizeof(BlockQ8Act);  // 40
-constexpr size_t kLine = 64;                      // cache line
 constexpr size_t kF32Lanes = 16;
-
-// Prefetches [p, p + bytes) (whole lines) into L1, or the cache kHint names.
-template <size_t kBytes, _mm_hint kHint = _MM_HINT_T0>
-void prefetch_span(const uint8_t* p) {
-  for (size_t o = 0; o <= kBytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), kHint);
-}
 
 // ---- Q4_0 ----
 //
@@ -327,7 +321,7 @@ constexpr auto kPrefillTiles = prefill_tiles(std::make_index_sequence<kPrefillTo
 void prefetch_slab(const uint8_t* const (&rows)[kPackRows], size_t b0, size_t nbs) {
   for (size_t i = 0; i < kPackRows; ++i) {
     const uint8_t* p = rows[i] + b0 * kQ4Bytes;
-    for (size_t o = 0; o < nbs * kQ4Bytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
+    prefetch_lines<_MM_HINT_T1>(p, nbs * kQ4Bytes);
     _mm_prefetch(reinterpret_cast<const char*>(p + nbs * kQ4Bytes - 1), _MM_HINT_T1);
   }
 }
@@ -365,8 +359,7 @@ void matmul_q4_0_prefill(const MatmulArgs& a, size_t n_tok, size_t r0, size_t r1
       if constexpr (kX16) {
         repack_q4_0x16(group, b0, nbs, slab);
         // The next slab (of this group or the next) follows in memory: one span into L2.
-        const char* next = reinterpret_cast<const char*>(group + (b0 + nbs) * kPackRows * kQ4Bytes);
-        for (size_t o = 0; o < kSlabBlocks * kPackRows * kQ4Bytes; o += kLine) _mm_prefetch(next + o, _MM_HINT_T1);
+        prefetch_lines<_MM_HINT_T1>(group + (b0 + nbs) * kPackRows * kQ4Bytes, kSlabBlocks * kPackRows * kQ4Bytes);
       } else {
         repack_q4_0(rows, b0, nbs, slab);
         if (b0 + nbs < nb) {

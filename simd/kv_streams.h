@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "simd/prefetch_x86.h"
+
 namespace lmrt::simd {
 namespace {
 
@@ -24,8 +26,7 @@ size_t kv_stream_rows(size_t n) { return n / kKvStreams >= kMinKvStreamRows ? n 
 // Prefetches the dim halves of one KV row (into L1 unless told otherwise).
 template <_mm_hint kHint = _MM_HINT_T0>
 void prefetch_kv_row(const uint16_t* row, size_t dim) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (size_t o = 0; o < dim * 2; o += 64) _mm_prefetch(p + o, kHint);
+  prefetch_lines<kHint>(row, dim * 2);
 }
 
 // In step i of a loop over the kKvStreams streams of `per` rows (rows j * per + i, `stride` halves

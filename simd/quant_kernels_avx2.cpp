@@ -11,6 +11,7 @@
 
 #include "simd/avx2_variant.h"
 #include "simd/matmul_tiling.h"
+#include "simd/prefetch_x86.h"
 #include "simd/quant_kernels.h"
 #include "simd/slab_gemm.h"
 

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "simd/matmul_tiling.h"
+#include "simd/prefetch_x86.h"
 #include "simd/quant_kernels.h"
 #include "simd/slab_gemm.h"
 

@@ -19,6 +19,7 @@
 #include "simd/avx2_variant.h"
 #include "simd/kx8_scales_x86.h"
 #include "simd/kx8_via_standard.h"
+#include "simd/prefetch_x86.h"
 #include "simd/quant_kernels.h"
 
 namespace lmrt::simd::LMRT_AVX2_NS {
@@ -191,8 +192,7 @@ void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
       // unit takes about a thousand cycles at 8 tokens, a DRAM miss a few hundred): its first-token pass would
       // otherwise wait for them line by line.
       if (b + 1 < nb || g + 1 < g1)  // the next group's first unit follows the last
-        for (size_t o = 0; o < kQ4_Kx8UnitBytes; o += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(unit + kQ4_Kx8UnitBytes + o), _MM_HINT_T0);
+        prefetch_lines(unit + kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
       for (size_t t = 0; t < n_tok; ++t) {
         const auto* xt = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
         acc[t] = q4_kx8_unit_dot(unit, sc, f.d, f.ndmin, xt[b], acc[t]);

@@ -23,6 +23,7 @@
 #include "formats/k_quants_x8.h"
 #include "simd/kx8_scales_x86.h"
 #include "simd/kx8_via_standard.h"
+#include "simd/prefetch_x86.h"
 #include "simd/quant_kernels.h"
 
 namespace lmrt::simd::avx512 {
@@ -41,7 +42,6 @@ constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go
 template <size_t T>
 constexpr size_t kQ4PrefetchUnits = T >= 6 ? 2 : 0;
 constexpr size_t kQ6PrefetchUnits = 3;
-constexpr size_t kLine = 64;
 
 // 8 per-row values (dword j = row j) spread to the row's two lanes.
 [[gnu::always_inline]] inline __m512i pairs_epi32(__m256i v) {
@@ -69,10 +69,6 @@ constexpr size_t kLine = 64;
 [[gnu::always_inline]] inline void store_rows(__m512 acc, float* y) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
   _mm256_storeu_ps(y, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, acc)));
-}
-
-[[gnu::always_inline]] inline void prefetch_unit(const uint8_t* p, size_t bytes) {
-  for (size_t o = 0; o < bytes; o += kLine) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
 }
 
 // ---- Q4_Kx8 ----
@@ -164,7 +160,7 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-      if constexpr (kAhead != 0) prefetch_unit(unit + kAhead * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+      if constexpr (kAhead != 0) prefetch_lines(unit + kAhead * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
       const Q4KScales sc = q4_kx8_scales(unit);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       // -dmin by flipping the sign bit, as the standard kernels negate it.
@@ -284,7 +280,7 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      prefetch_unit(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+      prefetch_lines(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       const BlockQ8_K* xb[T];
 #pragma GCC unroll 8

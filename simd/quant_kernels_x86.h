@@ -14,14 +14,12 @@
 // unpacking each row's block once for all T tokens.
 //
 // Include only inside an anonymous namespace of an x86 ISA file, after <immintrin.h>, <cstring>,
-// "simd/matmul_tiling.h" and "simd/quant_kernels.h".
+// "simd/matmul_tiling.h", "simd/prefetch_x86.h" and "simd/quant_kernels.h".
 #pragma once
 
 #include "simd/vnni256_x86.h"
 
 using tiling::MatmulArgs;
-
-constexpr size_t kLine = 64;
 
 float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -324,8 +322,7 @@ struct SuperTiles {
         for (int i = 0; i < R; ++i) {
           const uint8_t* ahead =
               (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) + b * W::kBlockBytes;
-          for (size_t o = 0; o < W::kBlockBytes; o += kLine)
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
+          prefetch_lines(ahead, W::kBlockBytes);
         }
       }
       __m256i s[4 * C], m[4 * C];
@@ -402,8 +399,7 @@ struct QuantTiles {
             const uint8_t* ahead =
                 (streams ? w[i] + tiling::kStreamAheadRows * a.w_row_bytes : pf + i * a.w_row_bytes) +
                 b * F::kBlockBytes;
-            for (size_t o = 0; o < F::kPrefetchBlocks * F::kBlockBytes; o += kLine)
-              _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
+            prefetch_lines(ahead, F::kPrefetchBlocks * F::kBlockBytes);
           }
       }
 #pragma GCC unroll 8
