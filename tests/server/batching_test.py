@@ -26,9 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import server_test as st  # noqa: E402  (shared helpers: Server, request, stream, check)
-from server_test import check  # noqa: E402
-
-EOS_BAN = {"2": -100}  # the TinyStories models' </s>: generations run to max_tokens
+from server_test import EOS_BAN, check  # noqa: E402
 
 
 def timed_stream(port, body, out):

@@ -24,7 +24,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_test import FAILURES, Server, check, health, request, wait_until  # noqa: E402
+from server_test import EOS_BAN, FAILURES, Server, check, health, request, wait_until  # noqa: E402
 
 
 def connect(port, source="127.0.0.1", timeout=10):
@@ -104,7 +104,7 @@ def post(path, body, content_type="application/json", extra=""):
 def endless(stream):
     # EOS banned and the context shifted: only the server's limits end it.
     return {"prompt": "Once upon a time", "max_tokens": 100000000, "context_shift": True,
-            "logit_bias": {"2": -100}, "temperature": 0.8, "seed": 1, "stream": stream}
+            "logit_bias": EOS_BAN, "temperature": 0.8, "seed": 1, "stream": stream}
 
 
 def threads_of(pid):
@@ -407,7 +407,7 @@ def test_bounded_work(binary, model):
     srv = Server(binary, model, "--parallel", "1", "--max-tokens-limit", "7")
     try:
         status, body, _ = request(srv.port, "POST", "/v1/completions",
-                                  {"prompt": "Once", "max_tokens": 2147483647, "logit_bias": {"2": -100}})
+                                  {"prompt": "Once", "max_tokens": 2147483647, "logit_bias": EOS_BAN})
         check(status == 200 and body["usage"]["completion_tokens"] == 7,
               f"max_tokens 2147483647 clamped to --max-tokens-limit 7 ({status}, {body and body.get('usage')})")
     finally:
@@ -477,7 +477,7 @@ def test_bounded_work(binary, model):
         # 5000 tokens with the context shifted: about 0.3 s, inside the grace period, and long enough to be
         # seen generating (a signal before the pool took the request would refuse it with 503).
         s.sendall(post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 5000, "context_shift": True,
-                                           "logit_bias": {"2": -100}}))
+                                           "logit_bias": EOS_BAN}))
         check(wait_until(lambda: health(srv.port)["slots_busy"] == 1, 5), "SIGINT: the request is generating")
         srv.proc.send_signal(signal.SIGINT)
         r = read_response(s, 10)

@@ -233,7 +233,7 @@ def test_client_gone(binary, model):
         before, _ = parse_exposition(metrics(p, {})[2])
         # EOS banned and the context shifted: only the client's leaving ends it.
         body = json.dumps({"prompt": "Once upon a time", "max_tokens": 100000000, "context_shift": True,
-                           "logit_bias": {"2": -100}, "temperature": 0.8, "seed": 1}).encode()
+                           "logit_bias": st.EOS_BAN, "temperature": 0.8, "seed": 1}).encode()
         for i in range(3):
             s = socket.create_connection(("127.0.0.1", p), timeout=10)
             s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

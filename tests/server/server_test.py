@@ -191,11 +191,15 @@ class OpenStream:
         self.sock.close()
 
 
+# The TinyStories models' </s> banned: a generation runs to max_tokens (unbanned, endless_body()'s story
+# ends by itself after 281 tokens, some 50 ms).
+EOS_BAN = {"2": -100}
+
+
 def endless_body():
-    # EOS banned (TinyStories' </s> is 2; this story ends by itself after 281 tokens, some 50 ms) and
-    # the context shifted: only the client's leaving ends it.
+    # EOS banned and the context shifted: only the client's leaving ends it.
     return {"prompt": "Once upon a time", "max_tokens": 1000000, "temperature": 0.8, "seed": 7,
-            "context_shift": True, "stream": True, "logit_bias": {"2": -100}}
+            "context_shift": True, "stream": True, "logit_bias": EOS_BAN}
 
 
 def wait_until(pred, limit_s):

@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_test import FAILURES, Server, check, health, wait_until  # noqa: E402
+from server_test import EOS_BAN, FAILURES, Server, check, health, wait_until  # noqa: E402
 
 CLIENTS = 12
 
@@ -129,7 +129,7 @@ def invalid(port, rng, st):
 def cancelled(port, rng, st):
     stream = rng.random() < 0.5
     body = json.dumps({"prompt": "Once upon a time", "max_tokens": 256, "stream": stream,
-                       "logit_bias": {"2": -100}}).encode()
+                       "logit_bias": EOS_BAN}).encode()
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
