@@ -500,7 +500,7 @@ const Kernels kAvx2 = {
             .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
             .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
             .q4_kx8 = {LMRT_AVX2_NS::matmul_q4_kx8, ActivationFormat::q8_k},
-            .q6_kx8 = kServedByScalar,
+            .q6_kx8 = {LMRT_AVX2_NS::matmul_q6_kx8, ActivationFormat::q8_k},
         },
     .quantize_q8_act = quantize_q8_act,
     .quantize_q8_k = LMRT_AVX2_NS::quantize_q8_k,

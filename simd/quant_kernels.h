@@ -48,8 +48,8 @@
 namespace lmrt::simd {
 
 // Q4_Kx8 / Q6_Kx8 (formats/k_quants_x8.h; simd/kernels.h's MatmulTable says what r0, r1 and w_row_bytes
-// are): the scalar reference, bit-identical to the Q4_K / Q6_K reference on the un-interleaved rows, the
-// AVX-512 kernels and AVX2's Q4_Kx8.
+// are): the scalar reference, bit-identical to the Q4_K / Q6_K reference on the un-interleaved rows, and the
+// AVX-512 and AVX2 kernels.
 #define LMRT_KX8_KERNELS_DECLARE                                                                                   \
   void matmul_q4_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, \
                      size_t r0, size_t r1, float* y, size_t ldy);                                                  \
@@ -61,13 +61,13 @@ LMRT_QUANT_KERNELS_DECLARE
 LMRT_KX8_KERNELS_DECLARE
 }  // namespace scalar
 
-// Q4_Kx8 only: AVX2's Q6_Kx8 is served by the scalar table (Q6_K is not repacked by default). The resume kernel is
-// as avx512's matmul_q4_k_resume below.
-#define LMRT_AVX2_KERNELS_DECLARE                                                                                  \
-  LMRT_QUANT_KERNELS_DECLARE                                                                                       \
-  void matmul_q4_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok, \
-                     size_t r0, size_t r1, float* y, size_t ldy);                                                  \
-  void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,          \
+// The resume kernels are as avx512's below.
+#define LMRT_AVX2_KERNELS_DECLARE                                                                         \
+  LMRT_QUANT_KERNELS_DECLARE                                                                              \
+  LMRT_KX8_KERNELS_DECLARE                                                                                \
+  void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, \
+                          size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);                      \
+  void matmul_q6_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, \
                           size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);
 
 namespace avx2 {

@@ -56,6 +56,10 @@ void matmul_q4_k_resume(const void* w, size_t wrb, const void* x, size_t xrb, si
                         float* y, size_t ldy) {
   slab_gemm::run<slab_gemm::ForType<gemm::Ops, Q4K>>(w, wrb, x, xrb, n / kQK, nt, r0, r1, y, ldy, /*resume=*/true);
 }
+void matmul_q6_k_resume(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                        float* y, size_t ldy) {
+  slab_gemm::run<slab_gemm::ForType<gemm::Ops, Q6K>>(w, wrb, x, xrb, n / kQK, nt, r0, r1, y, ldy, /*resume=*/true);
+}
 void matmul_q5_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
   matmul_super<Q5K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);

@@ -1,12 +1,12 @@
-// AVX2 kernel for Q4_Kx8 (formats/k_quants_x8.h): decode and batches of up to 16 tokens read each group of 8
-// rows as one sequential stream. A 256-bit load takes 8 bytes of each of 4 rows (half h of a 64-byte sub-unit
-// holds rows 4h..4h+3), so row j of a half owns int16 lanes 4j..4j+3 after vpmaddubsw against the token's 8
+// AVX2 kernels for Q4_Kx8 and Q6_Kx8 (formats/k_quants_x8.h): decode and batches of up to 16 tokens read each
+// group of 8 rows as one sequential stream. A 256-bit load takes 8 bytes of each of 4 rows (half h of a 64-byte
+// sub-unit holds rows 4h..4h+3), so row j of a half owns int16 lanes 4j..4j+3 after vpmaddubsw against the token's 8
 // activation bytes broadcast to every row, and int32 lanes 2j, 2j + 1 once a sub-block's 16-bit sums are
 // multiplied by its per-row scale (vpmaddwd). The four 16-bit sums of a sub-block stay below 2^15 (4 x 2 x 15 x
 // 127). Each (row, token) is the exact integer sums of every super-block and then the float chain of the
 // standard Q4_K kernels (quant_kernels_x86.h): acc = fma(s, d * xd, acc), acc = fma(m, -dmin * xd, acc), so a
 // token's result has the same bits here, in the standard tiles and in the GEMM that larger batches take through
-// kx8_via_standard.h.
+// kx8_via_standard.h. Q6_Kx8 likewise (its section below).
 //
 // Everything but the namespace's entry points has internal linkage (see simd/README.md).
 #include <immintrin.h>
@@ -202,6 +202,170 @@ void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
   }
 }
 
+// ---- Q6_Kx8 ----
+//
+// Half hh of a 64-byte sub-unit holds rows 4hh..4hh+3, so one 256-bit load gives 8 codes of each of 4 rows, as
+// for Q4_Kx8. Sub-block s (16 elements, 16s..16s+15) is two such 8-element pieces i = 0, 1; its codes (q + 32,
+// 0..63) come from the ql sub-units 8P + 4(k & 1) + l8 (nibble k / 2) and the qh sub-unit 4P + l8 (bits 2k, 2k + 1),
+// where s = 8P + 2k + m and l8 = 2m + i (formats/k_quants_x8.h). vpmaddubsw against the piece's 8 activation bytes
+// gives 4 words a row, each 2 products; the two pieces' words added hold 4 products (<= 4 * 63 * 128 < 2^15), and
+// vpmaddwd against the row's scale gives its scaled sums in int32 lanes 2r, 2r + 1. The -32 offset of the codes is
+// the scales against the activations' bsums, subtracted from the integer total, which is then the standard kernels'
+// (Q6K in quant_kernels_x86.h) and takes the same float step: the bits are theirs.
+
+// How many units ahead a Q6_Kx8 stream prefetches: the ql and qh parts of a unit are two interleaved sequences the
+// hardware prefetcher does not follow (as on AVX-512, quant_kernels_kx8_avx512.cpp).
+constexpr size_t kQ6PrefetchUnits = 3;
+
+// The codes of piece (P, l8) for rows 4hh..4hh+3, k = 0..3 (sub-blocks 8P + 2k + l8 / 2).
+[[gnu::always_inline]] inline void q6_kx8_codes(const uint8_t* unit, int P, int l8, int hh, __m256i (&c)[4]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), bits45 = _mm256_set1_epi8(0x30);
+  const uint8_t* ql = unit + kQ6_Kx8QlOffset + 32 * hh;
+  const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * (8 * P + l8)));
+  const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * (8 * P + 4 + l8)));
+  const __m256i h =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + kQ6_Kx8QhOffset + 32 * hh + 64 * (4 * P + l8)));
+  c[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), bits45));
+  c[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), bits45));
+  c[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, bits45));
+  c[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                         _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45));
+}
+
+// Sub-block s's int8 scale of rows 4hh..4hh+3 in each of the row's four 16-bit lanes.
+[[gnu::always_inline]] inline __m256i q6_kx8_scale_words(const uint8_t* unit, int s, int hh) {
+  int32_t four;
+  std::memcpy(&four, unit + kQ6_Kx8ScalesOffset + 8 * s + 4 * hh, 4);
+  const __m128i rep =
+      _mm_shuffle_epi8(_mm_cvtsi32_si128(four), _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+  return _mm256_cvtepi8_epi16(rep);
+}
+
+// Scales 2i and 2i + 1 of the 8 rows as words 2r, 2r + 1 (row r): vpmaddwd against the token's bsums 2i, 2i + 1 gives
+// row r's part of the bias in int32 lane r.
+[[gnu::always_inline]] inline __m256i q6_kx8_bias_words(const uint8_t* unit, int i) {
+  const uint8_t* sc = unit + kQ6_Kx8ScalesOffset + 16 * i;
+  return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)),
+                                                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8))));
+}
+
+// bsums 2i and 2i + 1 of a token in every dword.
+[[gnu::always_inline]] inline __m256i bsums_pair(const BlockQ8_K& x, int i) {
+  int32_t v;
+  std::memcpy(&v, x.bsums + 2 * i, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// acc (row r in lane r) += the unit's dot products with one token, from the per-row integer sums (sumi[hh]: rows of
+// half hh in int32 lanes 2r, 2r + 1) and the bias (row r in lane r, before the factor 32).
+[[gnu::always_inline]] inline __m256 q6_kx8_finish(const uint8_t* unit, const BlockQ8_K& x, const __m256i (&sumi)[2],
+                                                   __m256i bias, __m256 acc) {
+  const __m256i total = _mm256_sub_epi32(rows8(sumi[0], sumi[1]), _mm256_slli_epi32(bias, 5));
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(x.d)), acc);
+}
+
+// Decode: one token, the codes unpacked on the way.
+void q6_kx8_groups_one(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t nb, size_t g0, size_t g1,
+                       float* y) {
+  const auto* xt = reinterpret_cast<const BlockQ8_K*>(x);
+  for (size_t g = g0; g < g1; ++g) {
+    const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
+      prefetch_lines(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+      const int8_t* qs = xt[b].qs;
+      __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 2
+      for (int hh = 0; hh < 2; ++hh)
+#pragma GCC unroll 2
+        for (int P = 0; P < 2; ++P)
+#pragma GCC unroll 2
+          for (int m = 0; m < 2; ++m) {
+            __m256i p[4];
+#pragma GCC unroll 2
+            for (int i = 0; i < 2; ++i) {
+              __m256i c[4];
+              q6_kx8_codes(unit, P, 2 * m + i, hh, c);
+#pragma GCC unroll 4
+              for (int k = 0; k < 4; ++k) {
+                const __m256i prod = _mm256_maddubs_epi16(c[k], bcast8(qs + 16 * (8 * P + 2 * k + m) + 8 * i));
+                p[k] = i == 0 ? prod : _mm256_add_epi16(p[k], prod);
+              }
+            }
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+              sumi[hh] =
+                  _mm256_add_epi32(sumi[hh], _mm256_madd_epi16(p[k], q6_kx8_scale_words(unit, 8 * P + 2 * k + m, hh)));
+              keep_chain(sumi[hh]);
+            }
+          }
+      __m256i bias = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        bias = _mm256_add_epi32(bias, _mm256_madd_epi16(q6_kx8_bias_words(unit, i), bsums_pair(xt[b], i)));
+      acc = q6_kx8_finish(unit, xt[b], sumi, bias, acc);
+    }
+    _mm256_storeu_ps(y + g * kKx8Rows, acc);
+  }
+}
+
+// Batches: each unit's codes and scales unpacked once to the stack (3.5 KiB, in L1), then every token in turn. At
+// 8 tokens re-unpacking the codes per token would cost more than the products.
+void q6_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n_tok,
+                           size_t nb, size_t g0, size_t g1, float* y, size_t ldy) {
+  alignas(32) __m256i codes[2][16][2];  // [hh][sub-block][piece]
+  alignas(32) __m256i scales[2][16];    // [hh][sub-block]
+  alignas(32) __m256i bias_words[8];
+  for (size_t g = g0; g < g1; ++g) {
+    const uint8_t* group = w + g * kKx8Rows * w_row_bytes;
+    __m256 acc[kMaxTiled];
+    for (size_t t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
+      if (b + 1 < nb || g + 1 < g1) prefetch_lines(unit + kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+#pragma GCC unroll 2
+      for (int hh = 0; hh < 2; ++hh)
+#pragma GCC unroll 2
+        for (int P = 0; P < 2; ++P)
+#pragma GCC unroll 4
+          for (int l8 = 0; l8 < 4; ++l8) {
+            __m256i c[4];
+            q6_kx8_codes(unit, P, l8, hh, c);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) codes[hh][8 * P + 2 * k + l8 / 2][l8 % 2] = c[k];
+          }
+#pragma GCC unroll 2
+      for (int hh = 0; hh < 2; ++hh)
+#pragma GCC unroll 16
+        for (int s = 0; s < 16; ++s) scales[hh][s] = q6_kx8_scale_words(unit, s, hh);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) bias_words[i] = q6_kx8_bias_words(unit, i);
+      for (size_t t = 0; t < n_tok; ++t) {
+        const BlockQ8_K& xt = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes)[b];
+        __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 16
+        for (int s = 0; s < 16; ++s) {
+          const __m256i x0 = bcast8(xt.qs + 16 * s), x1 = bcast8(xt.qs + 16 * s + 8);
+#pragma GCC unroll 2
+          for (int hh = 0; hh < 2; ++hh) {
+            const __m256i p =
+                _mm256_add_epi16(_mm256_maddubs_epi16(codes[hh][s][0], x0), _mm256_maddubs_epi16(codes[hh][s][1], x1));
+            sumi[hh] = _mm256_add_epi32(sumi[hh], _mm256_madd_epi16(p, scales[hh][s]));
+            keep_chain(sumi[hh]);
+          }
+        }
+        __m256i bias = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) bias = _mm256_add_epi32(bias, _mm256_madd_epi16(bias_words[i], bsums_pair(xt, i)));
+        acc[t] = q6_kx8_finish(unit, xt, sumi, bias, acc[t]);
+      }
+    }
+    for (size_t t = 0; t < n_tok; ++t) _mm256_storeu_ps(y + t * ldy + g * kKx8Rows, acc[t]);
+  }
+}
+
 // The 64 bytes of pieces 0..7 of each of the 8 rows from 8 sub-units of 64 bytes (sub-unit u at src + 64u holds
 // row j's piece u at qword j), row j to dst + j * stride: four 4x4 transposes of qwords.
 void rows_of_subunits(const uint8_t* src, uint8_t* dst, size_t stride) {
@@ -234,6 +398,18 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
   auto* groups = nt < kByUnitFrom ? q4_kx8_groups_by_token : q4_kx8_groups_by_unit;
   groups(static_cast<const uint8_t*>(w), wrb, static_cast<const uint8_t*>(x), xrb, nt, n / kQK, r0 / kKx8Rows,
          r1 / kKx8Rows, y, ldy);
+}
+
+void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                   float* y, size_t ldy) {
+  if (r0 >= r1 || nt == 0) return;
+  if (nt > kMaxTiled)
+    return matmul_kx8_via_standard<TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
+                                   deinterleave_q6_kx8_group<rows_of_subunits>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  if (nt == 1) return q6_kx8_groups_one(wb, wrb, xb, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y);
+  q6_kx8_groups_by_unit(wb, wrb, xb, xrb, nt, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y, ldy);
 }
 
 }  // namespace lmrt::simd::LMRT_AVX2_NS
