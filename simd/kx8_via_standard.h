@@ -45,9 +45,10 @@ void deinterleave_q4_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks,
   }
 }
 
-// The same for Q6_Kx8: ql and qh through the register transpose, the scales (sub-block major in the unit) and d
-// byte by byte.
-template <void (*kRowsOfSubunits)(const uint8_t* src, uint8_t* dst, size_t stride)>
+// The same for Q6_Kx8: ql and qh through the register transpose, the scales through kScalesOfRows (the 128 bytes at
+// src, sub-block major: scale s of row j at 8s + j, as each row's 16 scales to dst + j * stride).
+template <void (*kRowsOfSubunits)(const uint8_t* src, uint8_t* dst, size_t stride),
+          void (*kScalesOfRows)(const uint8_t* src, uint8_t* dst, size_t stride)>
 void deinterleave_q6_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
   const size_t stride = n_blocks * sizeof(BlockQ6_K);
   for (size_t b = 0; b < n_blocks; ++b) {
@@ -56,11 +57,8 @@ void deinterleave_q6_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks,
     kRowsOfSubunits(unit + kQ6_Kx8QlOffset, out + offsetof(BlockQ6_K, ql), stride);
     kRowsOfSubunits(unit + kQ6_Kx8QlOffset + 512, out + offsetof(BlockQ6_K, ql) + 64, stride);
     kRowsOfSubunits(unit + kQ6_Kx8QhOffset, out + offsetof(BlockQ6_K, qh), stride);
-    for (size_t j = 0; j < kKx8Rows; ++j) {
-      auto* blk = reinterpret_cast<BlockQ6_K*>(out + j * stride);
-      for (size_t s = 0; s < 16; ++s) blk->scales[s] = static_cast<int8_t>(unit[kQ6_Kx8ScalesOffset + 8 * s + j]);
-      std::memcpy(&blk->d, unit + 2 * j, 2);
-    }
+    kScalesOfRows(unit + kQ6_Kx8ScalesOffset, out + offsetof(BlockQ6_K, scales), stride);
+    for (size_t j = 0; j < kKx8Rows; ++j) std::memcpy(out + j * stride + offsetof(BlockQ6_K, d), unit + 2 * j, 2);
   }
 }
 

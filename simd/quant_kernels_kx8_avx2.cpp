@@ -387,6 +387,37 @@ void rows_of_subunits(const uint8_t* src, uint8_t* dst, size_t stride) {
     }
 }
 
+// The 8 rows' 16 scales from a Q6_Kx8 unit's sub-block-major scales (deinterleave_q6_kx8_group in
+// kx8_via_standard.h): a pshufb pairs scales 2k and 2k + 1 of each row, then an 8x8 transpose of those 16-bit pairs.
+void scales_of_rows(const uint8_t* src, uint8_t* dst, size_t stride) {
+  const __m128i pair = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  __m128i w[8];  // word j of w[k]: scales 2k, 2k + 1 of row j
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k)
+    w[k] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * k)), pair);
+  __m128i a[8], c[8];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    a[2 * k] = _mm_unpacklo_epi16(w[2 * k], w[2 * k + 1]);      // rows 0-3, pairs 2k, 2k + 1
+    a[2 * k + 1] = _mm_unpackhi_epi16(w[2 * k], w[2 * k + 1]);  // rows 4-7
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    c[4 * h + 0] = _mm_unpacklo_epi32(a[h], a[2 + h]);      // rows 4h, 4h + 1: pairs 0-3
+    c[4 * h + 1] = _mm_unpackhi_epi32(a[h], a[2 + h]);      // rows 4h + 2, 4h + 3
+    c[4 * h + 2] = _mm_unpacklo_epi32(a[4 + h], a[6 + h]);  // rows 4h, 4h + 1: pairs 4-7
+    c[4 * h + 3] = _mm_unpackhi_epi32(a[4 + h], a[6 + h]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {
+      const __m128i lo = c[4 * h + q], hi = c[4 * h + 2 + q];
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (4 * h + 2 * q) * stride), _mm_unpacklo_epi64(lo, hi));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (4 * h + 2 * q + 1) * stride), _mm_unpackhi_epi64(lo, hi));
+    }
+}
+
 }  // namespace
 
 void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
@@ -405,7 +436,8 @@ void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
   if (r0 >= r1 || nt == 0) return;
   if (nt > kMaxTiled)
     return matmul_kx8_via_standard<TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
-                                   deinterleave_q6_kx8_group<rows_of_subunits>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+                                   deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt,
+                                                                                                r0, r1, y, ldy);
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x);
   if (nt == 1) return q6_kx8_groups_one(wb, wrb, xb, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y);

@@ -328,36 +328,23 @@ void rows_of_subunits(const uint8_t* src, uint8_t* dst, size_t stride) {
   for (int j = 0; j < 8; ++j) _mm512_storeu_si512(dst + j * stride, z[j]);
 }
 
-// deinterleave_kx8_group for Q6_Kx8 likewise (deinterleave_q4_kx8_group in kx8_via_standard.h).
-void deinterleave_q6_kx8_group(const uint8_t* group, size_t b0, size_t n_blocks, uint8_t* dst) {
-  const size_t stride = n_blocks * sizeof(BlockQ6_K);
-  // Scales: byte 8s + j of each 64-byte half (s < 8) is scale s (+ 8 per half) of row j. pshufb pairs
-  // scales 2k and 2k + 1 of row j as word j of lane k; vpermw gathers row j's 4 words into qword j.
+// The 8 rows' 16 scales from a Q6_Kx8 unit's sub-block-major scales (deinterleave_q6_kx8_group in
+// kx8_via_standard.h): byte 8s + j of each 64-byte half (s < 8) is scale s (+ 8 per half) of row j. pshufb pairs
+// scales 2k and 2k + 1 of row j as word j of lane k; vpermw gathers row j's 4 words into qword j.
+void scales_of_rows(const uint8_t* src, uint8_t* dst, size_t stride) {
+  alignas(64) static constexpr uint16_t kGatherRows[32] = {0, 8,  16, 24, 1, 9,  17, 25, 2, 10, 18, 26, 3, 11, 19, 27,
+                                                           4, 12, 20, 28, 5, 13, 21, 29, 6, 14, 22, 30, 7, 15, 23, 31};
   const __m512i pair = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
-  alignas(64) uint16_t idx_words[32];
-  for (int j = 0; j < 8; ++j)
-    for (int k = 0; k < 4; ++k) idx_words[4 * j + k] = static_cast<uint16_t>(8 * k + j);
-  const __m512i gather_rows = _mm512_load_si512(idx_words);
-  for (size_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* unit = group + (b0 + b) * kQ6_Kx8UnitBytes;
-    uint8_t* out = dst + b * sizeof(BlockQ6_K);
-    rows_of_subunits(unit + kQ6_Kx8QlOffset, out + offsetof(BlockQ6_K, ql), stride);
-    rows_of_subunits(unit + kQ6_Kx8QlOffset + 512, out + offsetof(BlockQ6_K, ql) + 64, stride);
-    rows_of_subunits(unit + kQ6_Kx8QhOffset, out + offsetof(BlockQ6_K, qh), stride);
-    const __m512i s_lo = _mm512_permutexvar_epi16(
-        gather_rows, _mm512_shuffle_epi8(_mm512_loadu_si512(unit + kQ6_Kx8ScalesOffset), pair));
-    const __m512i s_hi = _mm512_permutexvar_epi16(
-        gather_rows, _mm512_shuffle_epi8(_mm512_loadu_si512(unit + kQ6_Kx8ScalesOffset + 64), pair));
-    alignas(64) uint64_t lo[8], hi[8];
-    _mm512_store_si512(lo, s_lo);
-    _mm512_store_si512(hi, s_hi);
+  const __m512i gather_rows = _mm512_load_si512(kGatherRows);
+  const __m512i s_lo = _mm512_permutexvar_epi16(gather_rows, _mm512_shuffle_epi8(_mm512_loadu_si512(src), pair));
+  const __m512i s_hi = _mm512_permutexvar_epi16(gather_rows, _mm512_shuffle_epi8(_mm512_loadu_si512(src + 64), pair));
+  alignas(64) uint64_t lo[8], hi[8];
+  _mm512_store_si512(lo, s_lo);
+  _mm512_store_si512(hi, s_hi);
 #pragma GCC unroll 8
-    for (size_t j = 0; j < kKx8Rows; ++j) {
-      auto* blk = reinterpret_cast<BlockQ6_K*>(out + j * stride);
-      std::memcpy(blk->scales, &lo[j], 8);
-      std::memcpy(blk->scales + 8, &hi[j], 8);
-      std::memcpy(&blk->d, unit + 2 * j, 2);
-    }
+  for (size_t j = 0; j < kKx8Rows; ++j) {
+    std::memcpy(dst + j * stride, &lo[j], 8);
+    std::memcpy(dst + j * stride + 8, &hi[j], 8);
   }
 }
 
@@ -398,8 +385,8 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ6Kx8ByBatch, 16, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume, deinterleave_q6_kx8_group>(
-      w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_kx8<kQ6Kx8ByBatch, 16, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
+             deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 }  // namespace lmrt::simd::avx512
