@@ -50,6 +50,7 @@ class Server:
             self.log = tempfile.NamedTemporaryFile(prefix="lmrt-serve-", suffix=".log", delete=False)
             self.proc = subprocess.Popen([binary, "serve", "-m", model, "--host", "127.0.0.1", "--port",
                                           str(self.port), *extra], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+            self.log.close()  # the server writes through its own copy of the descriptor
             if self._wait_up(last=attempt == 2):
                 return
 
@@ -57,7 +58,8 @@ class Server:
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                text = open(self.log.name, errors="replace").read()
+                with open(self.log.name, errors="replace") as f:
+                    text = f.read()
                 if not last and "cannot listen" in text:
                     os.unlink(self.log.name)
                     return False
