@@ -27,9 +27,9 @@ namespace {
 
 #include "simd/vnni256_x86.h"  // inside the anonymous namespace: its inline steps differ per ISA
 
-// Tokens the interleaved kernel takes (one pass per token over the group, in cache after the first); more take the
-// GEMM, whose per-call deinterleave and transposition only pay off beyond a decode step's batch (BENCHMARKS.md,
-// "AVX2 small batches without spills or round trips").
+// Tokens the interleaved kernels take (Q4_Kx8: one pass per token over each unit, in cache after the first; Q6_Kx8:
+// each unit's codes unpacked once, then every token); more take the GEMM, whose per-call deinterleave and transposition
+// only pay off beyond a decode step's batch (BENCHMARKS.md, "AVX2 small batches without spills or round trips").
 constexpr size_t kMaxTiled = 16;
 // From this many tokens q4_kx8_groups_by_unit decodes each unit's scales once for all of them.
 constexpr size_t kByUnitFrom = 3;
@@ -311,7 +311,7 @@ void q6_kx8_groups_one(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, s
   }
 }
 
-// Batches: each unit's codes and scales unpacked once to the stack (3.5 KiB, in L1), then every token in turn. At
+// Batches: each unit's codes and scales unpacked once to the stack (3.25 KiB, in L1), then every token in turn. At
 // 8 tokens re-unpacking the codes per token would cost more than the products.
 void q6_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n_tok,
                            size_t nb, size_t g0, size_t g1, float* y, size_t ldy) {

@@ -24,7 +24,7 @@ struct RepackReport {
 // (simd::best_isa) repacks some type (its own Q4_0x16 on AVX-512 and AVX2, Q4_Kx8 / Q6_Kx8 kernels).
 bool repack_weights_by_default();
 
-// Rewrites every Q4_K tensor (Q4_0 on AVX-512 and AVX2, Q6_K on AVX-512) of g that is 2-D with a multiple of
+// Rewrites every Q4_K and Q6_K tensor (and Q4_0 on AVX-512 and AVX2) of g that is 2-D with a multiple of
 // the group's rows (8; 16 for Q4_0x16), that some view in `matmul_weights` points into, every such view on whole
 // groups, and that no view in `row_lookups` (token embeddings, read a row at a time) touches; the views of a rewritten
 // tensor get the interleaved type and point at its new bytes. A mapped file's tensors are written into `packed`

@@ -182,8 +182,8 @@ INSTANTIATE_TEST_SUITE_P(ThreadsAndIsas, BatchEngineMatchesAlone,
 // interleaved with the others' decode steps, so the matmuls see every batch size from 1 to 8 and beyond) each
 // get exactly the tokens they get alone, at 1, 2 and 3 threads. Each case is a model whose matmuls are
 // batch-invariant on that ISA (batch_invariance_test.cpp prints the kernel audit): the float and Q8_0 models
-// everywhere but NEON; Q4_0 (with its Q6_K output matrix) and Q4_K_M (Q4_K, Q6_K; Q4_Kx8 repacked on AVX-512) on
-// scalar, AVX2 and AVX-512.
+// everywhere but NEON; Q4_0 (with its Q6_K output matrix) and Q4_K_M (Q4_K, Q6_K; Q4_Kx8 and Q6_Kx8 repacked on AVX2
+// and AVX-512) on scalar, AVX2 and AVX-512.
 struct InvarianceCase {
   const char* model;
   simd::Isa isa;
