@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "runtime/sampling/builtin_samplers.h"
+#include "runtime/sampling/logit_scan.h"
 #include "runtime/sampling/sampler_spec.h"
 
 namespace lmrt {
@@ -61,15 +62,9 @@ Status SamplerChain::sample(const float* logits, int32_t n_vocab, int32_t* token
   if (logits == nullptr || token == nullptr) return Error(Code::invalid_argument, "sample: null logits or token");
   if (n_vocab <= 0) return Error(Code::invalid_argument, "sample: n_vocab must be positive");
   if (n_vocab > n_vocab_) LMRT_RETURN_IF_ERROR(reserve(n_vocab));
-  // One branch-free pass (it vectorizes); the offending token is looked for only when there is one.
-  bool bad = false;
-  for (int32_t i = 0; i < n_vocab; ++i) bad |= !(logits[i] < INFINITY);  // NaN or +inf
-  if (bad) {
-    int32_t i = 0;
-    while (logits[i] < INFINITY) ++i;
+  if (const size_t i = first_nan_or_inf(logits, static_cast<size_t>(n_vocab)); i < static_cast<size_t>(n_vocab))
     return Error(Code::invalid_argument,
                  "sample: logit of token " + std::to_string(i) + " is " + (std::isnan(logits[i]) ? "NaN" : "+inf"));
-  }
   if (picks_best_of_biased_logits()) return pick_best(logits, n_vocab, token);
   if (filter_checked_last()) {
     // The filter only removes candidates and the rest judge each on its own, so the token they pick
@@ -125,17 +120,9 @@ namespace {
 // The first token of [from, to) with the highest logit (candidate_before's order), from to when empty.
 int32_t best_in(const float* logits, int32_t from, int32_t to) {
   if (from >= to) return to;
-  // Eight independent maxima keep the pass from waiting on one dependency chain; only the value
-  // matters here (a -0 and +0 compare equal below), the first token holding it is found after.
-  float m[8];
-  for (float& v : m) v = -INFINITY;
+  // Only the value matters here (a -0 and +0 compare equal below), the first token holding it is found after.
+  const float best = max_logit(logits + from, static_cast<size_t>(to - from));
   int32_t i = from;
-  for (; i + 8 <= to; i += 8)
-    for (int k = 0; k < 8; ++k) m[k] = logits[i + k] > m[k] ? logits[i + k] : m[k];
-  for (; i < to; ++i) m[0] = logits[i] > m[0] ? logits[i] : m[0];
-  float best = m[0];
-  for (int k = 1; k < 8; ++k) best = m[k] > best ? m[k] : best;
-  i = from;
   while (logits[i] != best) ++i;
   return i;
 }
