@@ -19,6 +19,16 @@ template <_mm_hint kHint = _MM_HINT_T0>
   for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(static_cast<const char*>(p) + o, kHint);
 }
 
+// prefetch_lines for a span of kBytes known at compile time, written out: a loop of prefetches inside a
+// kernel's long unrolled body ran the AVX-512 Q6_Kx8 8-token kernel 1.6-2.6x slower at some link addresses
+// (BENCHMARKS.md, "A code-layout hazard in the AVX-512 Q6_Kx8 8-token kernel, and its fix").
+template <size_t kBytes, _mm_hint kHint = _MM_HINT_T0>
+[[gnu::always_inline]] inline void prefetch_lines_written_out(const void* p) {
+  static_assert(kBytes <= 64 * 64, "a span of at most 64 lines");
+#pragma GCC unroll 64
+  for (size_t o = 0; o < kBytes; o += 64) _mm_prefetch(static_cast<const char*>(p) + o, kHint);
+}
+
 // Requests p, p + 64, ... up to p + kBytes: every line that the kBytes bytes from p touch, aligned or not.
 template <size_t kBytes, _mm_hint kHint = _MM_HINT_T0>
 [[gnu::always_inline]] inline void prefetch_span(const void* p) {

@@ -192,7 +192,7 @@ void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
       // unit takes about a thousand cycles at 8 tokens, a DRAM miss a few hundred): its first-token pass would
       // otherwise wait for them line by line.
       if (b + 1 < nb || g + 1 < g1)  // the next group's first unit follows the last
-        prefetch_lines(unit + kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+        prefetch_lines_written_out<kQ4_Kx8UnitBytes>(unit + kQ4_Kx8UnitBytes);
       for (size_t t = 0; t < n_tok; ++t) {
         const auto* xt = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes);
         acc[t] = q4_kx8_unit_dot(unit, sc, f.d, f.ndmin, xt[b], acc[t]);
@@ -279,7 +279,7 @@ void q6_kx8_groups_one(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, s
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      prefetch_lines(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+      prefetch_lines_written_out<kQ6_Kx8UnitBytes>(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes);
       const int8_t* qs = xt[b].qs;
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 2
@@ -329,7 +329,7 @@ void q6_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
     for (size_t t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      if (b + 1 < nb || g + 1 < g1) prefetch_lines(unit + kQ6_Kx8UnitBytes, kQ6_Kx8UnitBytes);
+      if (b + 1 < nb || g + 1 < g1) prefetch_lines_written_out<kQ6_Kx8UnitBytes>(unit + kQ6_Kx8UnitBytes);
 #pragma GCC unroll 2
       for (int hh = 0; hh < 2; ++hh)
 #pragma GCC unroll 2

@@ -160,7 +160,7 @@ void q4_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ4_Kx8UnitBytes;
-      if constexpr (kAhead != 0) prefetch_lines(unit + kAhead * kQ4_Kx8UnitBytes, kQ4_Kx8UnitBytes);
+      if constexpr (kAhead != 0) prefetch_lines_written_out<kQ4_Kx8UnitBytes>(unit + kAhead * kQ4_Kx8UnitBytes);
       const Q4KScales sc = q4_kx8_scales(unit);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       // -dmin by flipping the sign bit, as the standard kernels negate it.
@@ -280,11 +280,7 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      // Written out (27 lines): a loop of prefetches inside this long body ran it 1.6x slower at some link
-      // addresses (BENCHMARKS.md, "A code-layout hazard in the AVX-512 Q6_Kx8 8-token kernel, and its fix").
-#pragma GCC unroll 32
-      for (size_t o = 0; o < kQ6_Kx8UnitBytes; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes) + o, _MM_HINT_T0);
+      prefetch_lines_written_out<kQ6_Kx8UnitBytes>(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       const BlockQ8_K* xb[T];
 #pragma GCC unroll 8
