@@ -311,7 +311,7 @@ void q4_0x16_small_batch(const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
 }
 
 struct Q4_0x16Decode {
-  static constexpr int kMaxStreams = 4;
+  static constexpr int kStreams = 4;
   template <int S>
   static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
     q4_0x16_decode_groups<S>(p, nb, static_cast<const BlockQ8Act*>(x), y);

@@ -440,7 +440,8 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
 }
 
 struct Q4_0x16Decode {
-  static constexpr int kMaxStreams = 8;
+  // 4 streams, as on AVX2: 8 decoded the 1.1B and 110m Q4_0 files 2-8 % slower (BENCHMARKS.md, 2026-12-07).
+  static constexpr int kStreams = 4;
   // The first kX16UnitsAhead units of each stream, into L2: a matmul's streams then start without a run
   // of demand misses (+1-2 % on the 110m shape's small matrices, same-process A/B; the 1.1B shape alike).
   template <int S>

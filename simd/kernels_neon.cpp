@@ -337,7 +337,7 @@ template <class Rows>
 // 4 streams: 16 float accumulators, half the 32 registers (GCC 12 keeps some on the stack; those L1
 // loads and stores are cheap next to the weight stream).
 struct Q4_0x16SdotDecode {
-  static constexpr int kMaxStreams = 4;
+  static constexpr int kStreams = 4;
   template <int S>
   LMRT_TARGET_DOTPROD static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
     q4_0x16_decode_groups<SdotX16Rows, S>(p, nb, static_cast<const uint8_t*>(x), y);
@@ -349,7 +349,7 @@ struct Q4_0x16SdotDecode {
 };
 
 struct Q4_0x16WideningDecode {
-  static constexpr int kMaxStreams = 4;
+  static constexpr int kStreams = 4;
   template <int S>
   static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x, float* const (&y)[S]) {
     q4_0x16_decode_groups<WideningX16Rows, S>(p, nb, static_cast<const uint8_t*>(x), y);

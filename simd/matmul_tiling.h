@@ -130,25 +130,20 @@ void x16_streams(const uint8_t* w, size_t group_bytes, size_t nb, const void* x,
 }
 
 // Q4_0x16 decode (formats/q4_0x16.h, one token): the 16-row groups of [r0, r1) (multiples of 16)
-// are read as K::kMaxStreams (8 or 4) streams far apart, each over its own stretch of the groups (one
-// sequential stream reads far below a core's bandwidth), then 4, then one at a time. K provides
-// kMaxStreams and template <int S> static void groups(const uint8_t* const (&p)[S], size_t nb,
-// const void* x, float* const (&y)[S]), which writes the 16 outputs of group p[s] to y[s].
+// are read as K::kStreams streams far apart, each over its own stretch of the groups (one sequential
+// stream reads far below a core's bandwidth), then the rest one at a time. K provides kStreams and
+// template <int S> static void groups(const uint8_t* const (&p)[S], size_t nb, const void* x,
+// float* const (&y)[S]), which writes the 16 outputs of group p[s] to y[s].
 template <class K>
 void run_x16_decode(const void* w, size_t w_row_bytes, const void* x, size_t n, size_t r0, size_t r1, float* y) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const size_t nb = n / 32, group_bytes = kQ4_0x16Rows * w_row_bytes;
+  constexpr int S = K::kStreams;
   size_t g = r0 / kQ4_0x16Rows;
   const size_t g1 = r1 / kQ4_0x16Rows;
-  if constexpr (K::kMaxStreams == 8) {
-    if (const size_t per = (g1 - g) / 8; per >= 2) {
-      x16_streams<K, 8>(wb, group_bytes, nb, x, g, per, y);
-      g += 8 * per;
-    }
-  }
-  if (const size_t per = (g1 - g) / 4; per >= 1) {
-    x16_streams<K, 4>(wb, group_bytes, nb, x, g, per, y);
-    g += 4 * per;
+  if (const size_t per = (g1 - g) / S; per >= 1) {
+    x16_streams<K, S>(wb, group_bytes, nb, x, g, per, y);
+    g += S * per;
   }
   for (; g < g1; ++g) x16_streams<K, 1>(wb, group_bytes, nb, x, g, 1, y);
 }
