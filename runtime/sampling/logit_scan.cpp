@@ -1,7 +1,7 @@
 #include "runtime/sampling/logit_scan.h"
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 
 namespace lmrt {
 
@@ -9,22 +9,13 @@ namespace {
 
 constexpr uint32_t kAbsMask = 0x7fffffffu, kInfBits = 0x7f800000u;
 
-uint32_t bits_of(const float* p) {
-  uint32_t u;
-  std::memcpy(&u, p, sizeof u);
-  return u;
-}
+uint32_t bits_of(const float* p) { return std::bit_cast<uint32_t>(*p); }
 
-// An int32 whose order is the float's (for non-NaN values; -0 sorts below +0), and back.
+// The float's bits as an int32 in the float's order (for non-NaN values; -0 sorts below +0): the negative
+// values' magnitude bits flipped. The map is its own inverse.
 int32_t ordered(uint32_t u) {
-  const int32_t s = static_cast<int32_t>(u);
-  return s ^ static_cast<int32_t>((static_cast<uint32_t>(s >> 31)) & kAbsMask);
-}
-float from_ordered(int32_t s) {
-  const uint32_t u = static_cast<uint32_t>(s ^ static_cast<int32_t>(static_cast<uint32_t>(s >> 31) & kAbsMask));
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
+  const int32_t s = std::bit_cast<int32_t>(u);
+  return s ^ static_cast<int32_t>(static_cast<uint32_t>(s >> 31) & kAbsMask);
 }
 
 // NaN (either sign) or +inf.
@@ -62,7 +53,7 @@ float max_logit(const float* x, size_t n) {
   }
   int32_t best = m[0];
   for (int k = 1; k < 8; ++k) best = m[k] > best ? m[k] : best;
-  return from_ordered(best);
+  return std::bit_cast<float>(ordered(std::bit_cast<uint32_t>(best)));  // ordered is its own inverse
 }
 
 }  // namespace lmrt
