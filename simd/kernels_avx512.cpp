@@ -401,9 +401,9 @@ void matmul_q4_0(const void* w, size_t w_row_bytes, const void* x, size_t x_row_
 // rows is one sequential stream, and S groups from distant parts of the rows are read at once (one
 // stream is far below a core's read bandwidth here).
 
-// Prefetch distance, in units of each stream. 8 units (2.3 KiB per stream) over 4: +3-4 % on the 1.1B
-// shape's decode matmuls from memory, in alternating same-process passes (6 to 12 measured alike).
-constexpr size_t kX16UnitsAhead = 8;
+// Prefetch distance, in units of each stream: 4 units (1.1 KiB per stream) over 8, +3-4 % on the 1.1B shape's
+// decode once it reads 4 streams (16 was slower; BENCHMARKS.md, 2026-12-07).
+constexpr size_t kX16UnitsAhead = 4;
 
 template <int S>
 void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ8Act* x, float* const (&y)[S]) {
