@@ -49,6 +49,18 @@ bool cpu_has_avx512() {
   const bool vnni = (c >> 11) & 1;
   return f && dq && bw && vl && vnni;
 }
+// Zen 4: AMD family 19h with AVX-512 (Zen 3, the same family, has none; its tuning was not measured).
+bool cpu_is_zen4() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  char vendor[12];
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  if (std::memcmp(vendor, "AuthenticAMD", 12) != 0 || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned family = (a >> 8) & 0xf, extended = (a >> 20) & 0xff;
+  return family == 0xf && family + extended == 0x19 && cpu_has_avx512();
+}
 #elif defined(LMRT_ARCH_ARM)
 // Advanced SIMD (ASIMD) is all the NEON table needs; whether the CPU also has the dot-product
 // extension (HWCAP_ASIMDDP) picks the table's Q4_0 kernel inside neon_kernels().
@@ -71,6 +83,17 @@ const char* isa_name(Isa isa) {
       return "neon";
   }
   return "?";
+}
+
+const CpuTuning& cpu_tuning() {
+  static const CpuTuning tuning = [] {
+    CpuTuning t{.q4_0x16_decode_streams = 4, .repack_q6_k = true};
+#if defined(LMRT_ARCH_X86)
+    if (cpu_is_zen4()) t = {.q4_0x16_decode_streams = 1, .repack_q6_k = false};
+#endif
+    return t;
+  }();
+  return tuning;
 }
 
 bool isa_available(Isa isa) {

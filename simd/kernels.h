@@ -153,6 +153,19 @@ const Kernels* avx2vnni_kernels();
 const Kernels* avx512_kernels();
 const Kernels* neon_kernels();
 
+// Choices that differ between CPUs of the same ISA, set from this CPU's identity once per process. Each was
+// measured on the CPUs it names (BENCHMARKS.md, "Zen 4: one decode stream, Q6_K left unpacked"); every other CPU
+// gets the defaults, measured on Zen 5. Off x86 the defaults.
+struct CpuTuning {
+  // Streams the AVX-512 Q4_0x16 decode reads at once: 4 by default; 1 on Zen 4, where one sequential stream reads
+  // memory fastest (the read probe: 28 GB/s against 11-17 for 2-8 streams).
+  int q4_0x16_decode_streams;
+  // Whether Q6_K is repacked into Q6_Kx8 at load (runtime/model/weight_repack.cpp): yes by default; not on Zen 4,
+  // where the standard Q6_K decode reads 21-24 GB/s against Q6_Kx8's 12-13, on AVX-512 and AVX2 alike.
+  bool repack_q6_k;
+};
+const CpuTuning& cpu_tuning();
+
 // Whether this CPU can run `isa` (cpuid/xgetbv on x86, hwcaps on ARM) and it is compiled in.
 bool isa_available(Isa isa);
 // The best available ISA, or the one named by LMRT_ISA (scalar|avx2|avx2vnni|avx512|neon) when set and

@@ -439,9 +439,11 @@ void q4_0x16_decode_groups(const uint8_t* const (&p)[S], size_t nb, const BlockQ
   for (int s = 0; s < S; ++s) _mm512_storeu_ps(y[s], acc[s]);
 }
 
+// kS streams, as CpuTuning says: 4 by default (8 decoded the 1.1B and 110m Q4_0 files 2-8 % slower on Zen 5), 1
+// where one stream reads fastest (BENCHMARKS.md, 2026-12-07).
+template <int kS>
 struct Q4_0x16Decode {
-  // 4 streams, as on AVX2: 8 decoded the 1.1B and 110m Q4_0 files 2-8 % slower (BENCHMARKS.md, 2026-12-07).
-  static constexpr int kStreams = 4;
+  static constexpr int kStreams = kS;
   // The first kX16UnitsAhead units of each stream, into L2: a matmul's streams then start without a run
   // of demand misses (+1-2 % on the 110m shape's small matrices, same-process A/B; the 1.1B shape alike).
   template <int S>
@@ -495,11 +497,12 @@ struct Q4_0x16Groups {
 constexpr size_t kX16LanesToks = 16;
 constexpr auto kX16Lanes = lanes_fns<Q4_0x16Groups>(std::make_index_sequence<kX16LanesToks>());
 
+template <int kDecodeStreams>
 void matmul_q4_0x16(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                     size_t r0, size_t r1, float* y, size_t ldy) {
   if (r0 >= r1 || n_tok == 0) return;
   if (n_tok == 1) {
-    tiling::run_x16_decode<Q4_0x16Decode>(w, w_row_bytes, x, n, r0, r1, y);
+    tiling::run_x16_decode<Q4_0x16Decode<kDecodeStreams>>(w, w_row_bytes, x, n, r0, r1, y);
     return;
   }
   const MatmulArgs a{
@@ -1033,53 +1036,59 @@ void attend_f16(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, c
 
 // ---- end of batched attention ----
 
-const Kernels kAvx512 = {
-    .isa = Isa::avx512,
-    .matmul =
-        {
-            .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
-            .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
-            .q4_0 = {matmul_q4_0, ActivationFormat::q8_32},
-            .q4_1 = {avx512::matmul_q4_1, ActivationFormat::q8_32},
-            .q5_0 = {avx512::matmul_q5_0, ActivationFormat::q8_32},
-            .q5_1 = {avx512::matmul_q5_1, ActivationFormat::q8_32},
-            .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
-            .q2_k = {avx512::matmul_q2_k, ActivationFormat::q8_k},
-            .q3_k = {avx512::matmul_q3_k, ActivationFormat::q8_k},
-            .q4_k = {avx512::matmul_q4_k, ActivationFormat::q8_k},
-            .q5_k = {avx512::matmul_q5_k, ActivationFormat::q8_k},
-            .q6_k = {avx512::matmul_q6_k, ActivationFormat::q8_k},
-            .iq4_nl = {avx512::matmul_iq4_nl, ActivationFormat::q8_32},
-            .iq4_xs = {avx512::matmul_iq4_xs, ActivationFormat::q8_k},
-            .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
-            .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
-            .q4_kx8 = {avx512::matmul_q4_kx8, ActivationFormat::q8_k},
-            .q6_kx8 = {avx512::matmul_q6_kx8, ActivationFormat::q8_k},
-        },
-    .quantize_q8_act = quantize_q8_act,
-    .quantize_q8_k = avx512::quantize_q8_k,
-    .rmsnorm = Ops::rmsnorm,
-    .softmax = Ops::softmax,
-    .silu_mul = Ops::silu_mul,
-    .add = Ops::add,
-    .dot_f32 = dot_f32,
-    .axpy = axpy,
-    .dot_f16 = dot_f16,
-    .axpy_f16 = axpy_f16,
-    .scores_f16 = scores_f16,
-    .weighted_sum_f16 = weighted_sum_f16,
-    .to_f16 = to_f16,
-    .attend_f16 = attend_f16,
-    .attend_heads_f16 = attend_heads_f16,
-    .rope = Ops::rope,
-    .gelu_mul = Ops::gelu_mul,
-    .softcap = Ops::softcap,
-    .scale = Ops::scale,
-    .rope_neox = Ops::rope_neox,
-};
+template <int kDecodeStreams>
+constexpr Kernels make_avx512() {
+  return {
+      .isa = Isa::avx512,
+      .matmul =
+          {
+              .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
+              .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
+              .q4_0 = {matmul_q4_0, ActivationFormat::q8_32},
+              .q4_1 = {avx512::matmul_q4_1, ActivationFormat::q8_32},
+              .q5_0 = {avx512::matmul_q5_0, ActivationFormat::q8_32},
+              .q5_1 = {avx512::matmul_q5_1, ActivationFormat::q8_32},
+              .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
+              .q2_k = {avx512::matmul_q2_k, ActivationFormat::q8_k},
+              .q3_k = {avx512::matmul_q3_k, ActivationFormat::q8_k},
+              .q4_k = {avx512::matmul_q4_k, ActivationFormat::q8_k},
+              .q5_k = {avx512::matmul_q5_k, ActivationFormat::q8_k},
+              .q6_k = {avx512::matmul_q6_k, ActivationFormat::q8_k},
+              .iq4_nl = {avx512::matmul_iq4_nl, ActivationFormat::q8_32},
+              .iq4_xs = {avx512::matmul_iq4_xs, ActivationFormat::q8_k},
+              .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
+              .q4_0x16 = {matmul_q4_0x16<kDecodeStreams>, ActivationFormat::q8_32},
+              .q4_kx8 = {avx512::matmul_q4_kx8, ActivationFormat::q8_k},
+              .q6_kx8 = {avx512::matmul_q6_kx8, ActivationFormat::q8_k},
+          },
+      .quantize_q8_act = quantize_q8_act,
+      .quantize_q8_k = avx512::quantize_q8_k,
+      .rmsnorm = Ops::rmsnorm,
+      .softmax = Ops::softmax,
+      .silu_mul = Ops::silu_mul,
+      .add = Ops::add,
+      .dot_f32 = dot_f32,
+      .axpy = axpy,
+      .dot_f16 = dot_f16,
+      .axpy_f16 = axpy_f16,
+      .scores_f16 = scores_f16,
+      .weighted_sum_f16 = weighted_sum_f16,
+      .to_f16 = to_f16,
+      .attend_f16 = attend_f16,
+      .attend_heads_f16 = attend_heads_f16,
+      .rope = Ops::rope,
+      .gelu_mul = Ops::gelu_mul,
+      .softcap = Ops::softcap,
+      .scale = Ops::scale,
+      .rope_neox = Ops::rope_neox,
+  };
+}
+
+const Kernels kAvx512 = make_avx512<4>();
+const Kernels kAvx512OneStream = make_avx512<1>();
 
 }  // namespace
 
-const Kernels* avx512_kernels() { return &kAvx512; }
+const Kernels* avx512_kernels() { return cpu_tuning().q4_0x16_decode_streams == 1 ? &kAvx512OneStream : &kAvx512; }
 
 }  // namespace lmrt::simd

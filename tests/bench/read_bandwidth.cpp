@@ -6,6 +6,7 @@
 // roofline must use the best pattern.
 // usage: read_bandwidth THREADS [MiB=1024] [PASSES=9]     (build: g++ -O2 -mavx2 -pthread)
 #include <immintrin.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -88,8 +89,12 @@ int main(int argc, char** argv) {
   const size_t mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
   const int passes = argc > 3 ? std::max(1, std::atoi(argv[3])) : 9;
   const size_t bytes = mib << 20;
-  auto* buf = static_cast<__m256i*>(std::aligned_alloc(64, bytes));
-  if (buf == nullptr) return 1;
+  // Transparent huge pages, as lmrt's repacked weights and buffers get (runtime/util/aligned_buffer): on a host
+  // whose THP mode is madvise, 4 KiB pages read markedly slower (TLB misses), and the ceiling would be too low.
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return 1;
+  madvise(mem, bytes, MADV_HUGEPAGE);
+  auto* buf = static_cast<__m256i*>(mem);
   std::memset(buf, 1, bytes);
   const size_t words = bytes / sizeof(__m256i);
 
@@ -102,6 +107,6 @@ int main(int argc, char** argv) {
   }
   std::printf("read bandwidth, %d thread(s), %zu MiB: median %.1f GB/s (best of 1/2/4/8 streams per thread: %d)\n",
               threads, mib, best, best_streams);
-  std::free(buf);
+  munmap(mem, bytes);
   return 0;
 }
