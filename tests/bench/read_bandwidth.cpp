@@ -1,9 +1,8 @@
 // Read bandwidth of this machine: T threads each stream their share of a buffer far larger than the
 // caches with 256-bit loads, prints the median GB/s over several passes for each access pattern and
-// reports the best pattern's median as the bandwidth. One stream per thread is not the ceiling: a core
-// keeps more lines in flight when it reads several distant streams at once (seen here: one stream
-// 7–9 GB/s, several streams more on the same core), and a decode kernel can read that way, so the
-// roofline must use the best pattern.
+// reports the best pattern's median as the bandwidth. One stream per thread is not always the ceiling: on
+// Zen 5 a core reads the most from several distant streams at once, on Zen 4 from one (BENCHMARKS.md,
+// 2026-12-07), and lmrt's decode reads whichever way is faster there, so the roofline uses the best pattern.
 // usage: read_bandwidth THREADS [MiB=1024] [PASSES=9]     (build: g++ -O2 -mavx2 -pthread)
 #include <immintrin.h>
 #include <sys/mman.h>
@@ -89,7 +88,7 @@ int main(int argc, char** argv) {
   const size_t mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
   const int passes = argc > 3 ? std::max(1, std::atoi(argv[3])) : 9;
   const size_t bytes = mib << 20;
-  // Transparent huge pages, as lmrt's repacked weights and buffers get (runtime/util/aligned_buffer): on a host
+  // Transparent huge pages, as lmrt's repacked weights and buffers get (runtime/util/huge_page_buffer.h): on a host
   // whose THP mode is madvise, 4 KiB pages read markedly slower (TLB misses), and the ceiling would be too low.
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return 1;
