@@ -87,9 +87,9 @@ const char* isa_name(Isa isa) {
 
 const CpuTuning& cpu_tuning() {
   static const CpuTuning tuning = [] {
-    CpuTuning t{.q4_0x16_decode_streams = 4, .repack_q6_k = true};
+    CpuTuning t{.q4_0x16_decode_one_stream = false, .repack_q6_k = true};
 #if defined(LMRT_ARCH_X86)
-    if (cpu_is_zen4()) t = {.q4_0x16_decode_streams = 1, .repack_q6_k = false};
+    if (cpu_is_zen4()) t = {.q4_0x16_decode_one_stream = true, .repack_q6_k = false};
 #endif
     return t;
   }();

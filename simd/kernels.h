@@ -157,9 +157,10 @@ const Kernels* neon_kernels();
 // measured on the CPUs it names (BENCHMARKS.md, "Zen 4: one decode stream, Q6_K left unpacked"); every other CPU
 // gets the defaults, measured on Zen 5. Off x86 the defaults.
 struct CpuTuning {
-  // Streams the AVX-512 Q4_0x16 decode reads at once: 4 by default; 1 on Zen 4, where one sequential stream reads
-  // memory fastest (the read probe: 28 GB/s against 11-17 for 2-8 streams).
-  int q4_0x16_decode_streams;
+  // Whether the AVX-512 Q4_0x16 decode reads one group stream instead of 4 (the two tables kernels_avx512.cpp
+  // builds): no by default; yes on Zen 4, where one sequential stream reads memory fastest (the read probe: 28 GB/s
+  // against 11-17 for 2-8 streams).
+  bool q4_0x16_decode_one_stream;
   // Whether Q6_K is repacked into Q6_Kx8 at load (runtime/model/weight_repack.cpp): yes by default; not on Zen 4,
   // where the standard Q6_K decode reads 21-24 GB/s against Q6_Kx8's 12-13, on AVX-512 and AVX2 alike.
   bool repack_q6_k;

@@ -1089,6 +1089,6 @@ const Kernels kAvx512OneStream = make_avx512<1>();
 
 }  // namespace
 
-const Kernels* avx512_kernels() { return cpu_tuning().q4_0x16_decode_streams == 1 ? &kAvx512OneStream : &kAvx512; }
+const Kernels* avx512_kernels() { return cpu_tuning().q4_0x16_decode_one_stream ? &kAvx512OneStream : &kAvx512; }
 
 }  // namespace lmrt::simd
