@@ -57,8 +57,13 @@ void matmul_q5_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n,
                  float* y, size_t ldy) {
   matmul_super<Q5K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
+// Q6_K rows of 8 or more super-blocks decode 2 rows (streams) per tile, the other types 4: with 4, Q6_K read
+// 2-12 % slower on Zen 4, while the 768-wide rows of the 110m shape's output matrix read faster with 4
+// (BENCHMARKS.md, "AVX-512 Q6_K decode tiles of 2 rows"; on Zen 5 Q6_K is repacked into Q6_Kx8). Only decode
+// differs, and every row's chain is its own, so the bits are the same either way.
 void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
+  if (n / kQK >= 8) return matmul_tiles_or_gemm<Q6K, 2, 2, 6>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
   matmul_super<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q4_k_resume(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
