@@ -31,10 +31,11 @@ namespace {
 #include "simd/quant_dispatch_x86.h"
 // clang-format on
 
-template <class W>
+// kDecodeRows rows (streams) per decode tile; batches take 2 rows x 6 tokens or the GEMM.
+template <class W, size_t kDecodeRows = 4>
 void matmul_super(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                   size_t r0, size_t r1, float* y, size_t ldy) {
-  matmul_tiles_or_gemm<W, 4, 2, 6>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
+  matmul_tiles_or_gemm<W, kDecodeRows, 2, 6>(w, w_row_bytes, x, x_row_bytes, n, n_tok, r0, r1, y, ldy);
 }
 
 }  // namespace
@@ -63,7 +64,7 @@ void matmul_q5_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n,
 // differs, and every row's chain is its own, so the bits are the same either way.
 void matmul_q6_k(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                  float* y, size_t ldy) {
-  if (n / kQK >= 8) return matmul_tiles_or_gemm<Q6K, 2, 2, 6>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  if (n / kQK >= 8) return matmul_super<Q6K, 2>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
   matmul_super<Q6K>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 void matmul_q4_k_resume(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
