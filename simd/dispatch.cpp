@@ -87,9 +87,9 @@ const char* isa_name(Isa isa) {
 
 const CpuTuning& cpu_tuning() {
   static const CpuTuning tuning = [] {
-    CpuTuning t{.q4_0x16_decode_one_stream = false, .repack_q6_k = true};
+    CpuTuning t{.avx512_zen4_table = false, .repack_q6_k_avx2 = true};
 #if defined(LMRT_ARCH_X86)
-    if (cpu_is_zen4()) t = {.q4_0x16_decode_one_stream = true, .repack_q6_k = false};
+    if (cpu_is_zen4()) t = {.avx512_zen4_table = true, .repack_q6_k_avx2 = false};
 #endif
     return t;
   }();

@@ -157,13 +157,15 @@ const Kernels* neon_kernels();
 // measured on the CPUs it names (BENCHMARKS.md, "Zen 4: one decode stream, Q6_K left unpacked"); every other CPU
 // gets the defaults, measured on Zen 5. Off x86 the defaults.
 struct CpuTuning {
-  // Whether the AVX-512 Q4_0x16 decode reads one group stream instead of 4 (the two tables kernels_avx512.cpp
-  // builds): no by default; yes on Zen 4, where one sequential stream reads memory fastest (the read probe: 28 GB/s
-  // against 11-17 for 2-8 streams).
-  bool q4_0x16_decode_one_stream;
-  // Whether Q6_K is repacked into Q6_Kx8 at load (runtime/model/weight_repack.cpp): yes by default; not on Zen 4,
-  // where the standard Q6_K decode reads 21-24 GB/s against Q6_Kx8's 12-13, on AVX-512 and AVX2 alike.
-  bool repack_q6_k;
+  // Which AVX-512 table runs (kernels_avx512.cpp builds both): the default, or Zen 4's, which differs in two
+  // kernels. Its Q4_0x16 decode reads one group stream instead of 4: one sequential stream reads memory fastest
+  // there (the read probe: 28 GB/s against 11-17 for 2-8 streams). Its Q6_Kx8 prefetches into L2 instead of L1:
+  // twice the decode rate there (BENCHMARKS.md, "Zen 4: Q6_Kx8 prefetched into L2").
+  bool avx512_zen4_table;
+  // Whether the AVX2 tables' Q6_K is repacked into Q6_Kx8 at load (runtime/model/weight_repack.cpp; the AVX-512
+  // tables always repack it): yes by default; not on Zen 4, where the standard Q6_K decode reads 21-24 GB/s against
+  // the AVX2 Q6_Kx8's 12-13.
+  bool repack_q6_k_avx2;
 };
 const CpuTuning& cpu_tuning();
 

@@ -1036,7 +1036,7 @@ void attend_f16(const float* q, size_t ldq, size_t n_q, const uint32_t* n_vis, c
 
 // ---- end of batched attention ----
 
-template <int kDecodeStreams>
+template <int kDecodeStreams, MatmulFn kQ6Kx8>
 constexpr Kernels make_avx512() {
   return {
       .isa = Isa::avx512,
@@ -1059,7 +1059,7 @@ constexpr Kernels make_avx512() {
               .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
               .q4_0x16 = {matmul_q4_0x16<kDecodeStreams>, ActivationFormat::q8_32},
               .q4_kx8 = {avx512::matmul_q4_kx8, ActivationFormat::q8_k},
-              .q6_kx8 = {avx512::matmul_q6_kx8, ActivationFormat::q8_k},
+              .q6_kx8 = {kQ6Kx8, ActivationFormat::q8_k},
           },
       .quantize_q8_act = quantize_q8_act,
       .quantize_q8_k = avx512::quantize_q8_k,
@@ -1084,11 +1084,11 @@ constexpr Kernels make_avx512() {
   };
 }
 
-const Kernels kAvx512 = make_avx512<4>();
-const Kernels kAvx512OneStream = make_avx512<1>();
+const Kernels kAvx512 = make_avx512<4, avx512::matmul_q6_kx8>();
+const Kernels kAvx512Zen4 = make_avx512<1, avx512::matmul_q6_kx8_prefetch_l2>();
 
 }  // namespace
 
-const Kernels* avx512_kernels() { return cpu_tuning().q4_0x16_decode_one_stream ? &kAvx512OneStream : &kAvx512; }
+const Kernels* avx512_kernels() { return cpu_tuning().avx512_zen4_table ? &kAvx512Zen4 : &kAvx512; }
 
 }  // namespace lmrt::simd

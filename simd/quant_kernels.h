@@ -88,6 +88,9 @@ void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t
                         size_t r0, size_t r1, float* y, size_t ldy);
 void matmul_q6_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                         size_t r0, size_t r1, float* y, size_t ldy);
+// matmul_q6_kx8 with its stream prefetched into L2 instead of L1 (Zen 4's table): the same bits.
+void matmul_q6_kx8_prefetch_l2(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
+                               size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);
 }  // namespace avx512
 
 namespace neon {

@@ -38,10 +38,16 @@ constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go
 // software prefetch and 15-16 with one. Q6_Kx8 reads the ql and qh parts of a unit in step, two interleaved
 // sequences the prefetcher does not follow: without a software prefetch it streamed at two thirds of the
 // rate it reaches with one (BENCHMARKS.md, "Q6_K repacked at load on AVX-512" and "Q6_Kx8 batches share the
-// unpacking").
+// unpacking"). Where the Q6_Kx8 prefetch lands is a per-CPU choice (simd::CpuTuning): into L1, 3 units ahead, by
+// default; into L2, 6 ahead, on Zen 4, whose Q6_Kx8 stream read half as fast with L1 requests as with L2 ones
+// (BENCHMARKS.md, "Zen 4: Q6_Kx8 prefetched into L2").
 template <size_t T>
 constexpr size_t kQ4PrefetchUnits = T >= 6 ? 2 : 0;
-constexpr size_t kQ6PrefetchUnits = 3;
+struct Q6Prefetch {
+  _mm_hint hint;
+  size_t units;
+};
+constexpr Q6Prefetch kQ6PrefetchL1{_MM_HINT_T0, 3}, kQ6PrefetchL2{_MM_HINT_T1, 6};
 
 // 8 per-row values (dword j = row j) spread to the row's two lanes.
 [[gnu::always_inline]] inline __m512i pairs_epi32(__m256i v) {
@@ -270,7 +276,7 @@ template <size_t T>
   }
 }
 
-template <size_t T>
+template <size_t T, Q6Prefetch kPrefetch>
 void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t nb, size_t g0,
                    size_t g1, float* y, size_t ldy) {
   for (size_t g = g0; g < g1; ++g) {
@@ -280,7 +286,7 @@ void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_
     for (size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      prefetch_lines_written_out<kQ6_Kx8UnitBytes>(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes);
+      prefetch_lines_written_out<kQ6_Kx8UnitBytes, kPrefetch.hint>(unit + kPrefetch.units * kQ6_Kx8UnitBytes);
       const __m512 d2 = pairs_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit))));
       const BlockQ8_K* xb[T];
 #pragma GCC unroll 8
@@ -372,8 +378,17 @@ void matmul_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_b
 
 constexpr GroupsFn kQ4Kx8ByBatch[kMaxBatch] = {q4_kx8_groups<1>, q4_kx8_groups<2>, q4_kx8_groups<3>, q4_kx8_groups<4>,
                                                q4_kx8_groups<5>, q4_kx8_groups<6>, q4_kx8_groups<7>, q4_kx8_groups<8>};
-constexpr GroupsFn kQ6Kx8ByBatch[kMaxBatch] = {q6_kx8_groups<1>, q6_kx8_groups<2>, q6_kx8_groups<3>, q6_kx8_groups<4>,
-                                               q6_kx8_groups<5>, q6_kx8_groups<6>, q6_kx8_groups<7>, q6_kx8_groups<8>};
+template <Q6Prefetch P>
+constexpr GroupsFn kQ6Kx8ByBatch[kMaxBatch] = {q6_kx8_groups<1, P>, q6_kx8_groups<2, P>, q6_kx8_groups<3, P>,
+                                               q6_kx8_groups<4, P>, q6_kx8_groups<5, P>, q6_kx8_groups<6, P>,
+                                               q6_kx8_groups<7, P>, q6_kx8_groups<8, P>};
+
+template <Q6Prefetch P>
+void matmul_q6_kx8_with(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                        float* y, size_t ldy) {
+  matmul_kx8<kQ6Kx8ByBatch<P>, 16, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
+             deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
 
 }  // namespace
 
@@ -385,8 +400,12 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_kx8<kQ6Kx8ByBatch, 16, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
-             deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_q6_kx8_with<kQ6PrefetchL1>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+
+void matmul_q6_kx8_prefetch_l2(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0,
+                               size_t r1, float* y, size_t ldy) {
+  matmul_q6_kx8_with<kQ6PrefetchL2>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 }  // namespace lmrt::simd::avx512

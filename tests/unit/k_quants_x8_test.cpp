@@ -19,6 +19,7 @@
 #include "runtime/model/gguf_file.h"
 #include "runtime/model/llama_model.h"
 #include "simd/kernels.h"
+#include "simd/quant_kernels.h"
 #include "test_support.h"
 
 namespace lmrt {
@@ -210,6 +211,21 @@ TEST(Kx8Kernels, EveryIsaMatchesTheScalarReference) {
   }
 }
 
+// `rows` rows of `cols` normal values quantized to `type` (w) and interleaved (inter).
+void gaussian_rows(TensorType type, uint64_t rows, uint64_t cols, uint32_t seed, std::vector<uint8_t>* w,
+                   std::vector<uint8_t>* inter) {
+  const size_t row_bytes = tensor_row_bytes(type, cols);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(rows * cols);
+  for (float& f : v) f = dist(rng);
+  w->assign(rows * row_bytes, 0);
+  inter->assign(rows * row_bytes, 0);
+  for (uint64_t r = 0; r < rows; ++r)
+    tensor_type_traits(type).quantize_row(v.data() + r * cols, w->data() + r * row_bytes, cols);
+  interleave_kx8(type, w->data(), rows, cols, inter->data());
+}
+
 // A token's result does not depend on how many tokens share the call (n_tok 1..20 and 47..50: the x8 kernels, in
 // chunks of up to 8 tokens where a table chunks, then the standard GEMM fed a slab of super-blocks at a time, each
 // slab turned back to the standard layout by the table's own code or the scalar one), and it has the bits of the
@@ -228,14 +244,8 @@ TEST(Kx8Kernels, EveryBatchGivesTheStandardKernelsBits) {
       if (isa != simd::Isa::scalar && simd::matmul_for(k, x8).fn == simd::matmul_for(*simd::scalar_kernels(), x8).fn)
         continue;
       const size_t row_bytes = tensor_row_bytes(type, cols), xrb = cols / kQK * sizeof(BlockQ8_K);
-      std::mt19937 rng(5);
-      std::normal_distribution<float> dist(0.0f, 1.0f);
-      std::vector<float> v(rows * cols);
-      for (float& f : v) f = dist(rng);
-      std::vector<uint8_t> w(rows * row_bytes), inter(rows * row_bytes);
-      for (uint64_t r = 0; r < rows; ++r)
-        tensor_type_traits(type).quantize_row(v.data() + r * cols, w.data() + r * row_bytes, cols);
-      interleave_kx8(type, w.data(), rows, cols, inter.data());
+      std::vector<uint8_t> w, inter;
+      gaussian_rows(type, rows, cols, 5, &w, &inter);
       constexpr size_t kTok = 50;
       const std::vector<BlockQ8_K> x = q8_k_rows(kTok, cols, 21);
       const auto* xb = reinterpret_cast<const uint8_t*>(x.data());
@@ -251,6 +261,33 @@ TEST(Kx8Kernels, EveryBatchGivesTheStandardKernelsBits) {
     }
   }
 }
+
+#if defined(LMRT_ARCH_X86)
+// Both AVX-512 tables' Q6_Kx8 kernels, whichever this CPU runs (simd::CpuTuning): the default prefetch into L1 and
+// Zen 4's into L2 give the bits of the AVX-512 standard Q6_K kernel on every token alone, in the x8 kernels' batches
+// (1..16 tokens) and past them (the standard GEMM), over a row range that starts past the first group.
+TEST(Kx8Kernels, BothAvx512Q6_Kx8PrefetchesGiveTheStandardKernelsBits) {
+  if (!simd::isa_available(simd::Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
+  const uint64_t rows = 40, cols = 20 * kQK, r0 = 8;
+  const size_t row_bytes = tensor_row_bytes(TensorType::q6_k, cols), xrb = cols / kQK * sizeof(BlockQ8_K);
+  std::vector<uint8_t> w, inter;
+  gaussian_rows(TensorType::q6_k, rows, cols, 17, &w, &inter);
+  constexpr size_t kTok = 20;
+  const std::vector<BlockQ8_K> x = q8_k_rows(kTok, cols, 23);
+  const auto* xb = reinterpret_cast<const uint8_t*>(x.data());
+  std::vector<float> alone(kTok * rows, 0.0f);
+  for (size_t tok = 0; tok < kTok; ++tok)
+    simd::avx512::matmul_q6_k(w.data(), row_bytes, xb + tok * xrb, xrb, cols, 1, r0, rows, alone.data() + tok * rows,
+                              rows);
+  for (auto fn : {simd::avx512::matmul_q6_kx8, simd::avx512::matmul_q6_kx8_prefetch_l2})
+    for (size_t n_tok = 1; n_tok <= kTok; ++n_tok) {
+      std::vector<float> batch(n_tok * rows, 0.0f);
+      fn(inter.data(), row_bytes, xb, xrb, cols, n_tok, r0, rows, batch.data(), rows);
+      EXPECT_EQ(std::memcmp(batch.data(), alone.data(), n_tok * rows * sizeof(float)), 0)
+          << (fn == simd::avx512::matmul_q6_kx8 ? "L1" : "L2") << " n_tok=" << n_tok;
+    }
+}
+#endif
 
 // The logits of `ids` from `model` (base-Q4_K_M.gguf by default), loaded with repacking on or off: the first 48 as
 // one batch (prefill), the rest one token at a time (decode).
