@@ -87,9 +87,9 @@ const char* isa_name(Isa isa) {
 
 const CpuTuning& cpu_tuning() {
   static const CpuTuning tuning = [] {
-    CpuTuning t{.avx512_zen4_table = false, .repack_q6_k_avx2 = true};
+    CpuTuning t{.zen4_tables = false};
 #if defined(LMRT_ARCH_X86)
-    if (cpu_is_zen4()) t = {.avx512_zen4_table = true, .repack_q6_k_avx2 = false};
+    if (cpu_is_zen4()) t = {.zen4_tables = true};
 #endif
     return t;
   }();

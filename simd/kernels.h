@@ -154,18 +154,15 @@ const Kernels* avx512_kernels();
 const Kernels* neon_kernels();
 
 // Choices that differ between CPUs of the same ISA, set from this CPU's identity once per process. Each was
-// measured on the CPUs it names (BENCHMARKS.md, "Zen 4: one decode stream, Q6_K left unpacked"); every other CPU
-// gets the defaults, measured on Zen 5. Off x86 the defaults.
+// measured on the CPUs it names; every other CPU gets the defaults, measured on Zen 5. Off x86 the defaults.
 struct CpuTuning {
-  // Which AVX-512 table runs (kernels_avx512.cpp builds both): the default, or Zen 4's, which differs in two
-  // kernels. Its Q4_0x16 decode reads one group stream instead of 4: one sequential stream reads memory fastest
-  // there (the read probe: 28 GB/s against 11-17 for 2-8 streams). Its Q6_Kx8 prefetches into L2 instead of L1:
-  // twice the decode rate there (BENCHMARKS.md, "Zen 4: Q6_Kx8 prefetched into L2").
-  bool avx512_zen4_table;
-  // Whether the AVX2 tables' Q6_K is repacked into Q6_Kx8 at load (runtime/model/weight_repack.cpp; the AVX-512
-  // tables always repack it): yes by default; not on Zen 4, where the standard Q6_K decode reads 21-24 GB/s against
-  // the AVX2 Q6_Kx8's 12-13.
-  bool repack_q6_k_avx2;
+  // Whether the x86 tables are Zen 4's (kernels_avx512.cpp and kernels_avx2.cpp build both kinds), which differ in
+  // two kernels (BENCHMARKS.md, "Zen 4: one decode stream, Q6_K left unpacked" and "Zen 4: Q6_Kx8 prefetched into
+  // L2"):
+  // - the AVX-512 Q4_0x16 decode reads one group stream instead of 4: one sequential stream reads memory fastest
+  //   there (the read probe: 28 GB/s against 11-17 for 2-8 streams);
+  // - Q6_Kx8 prefetches into L2 instead of L1: with L1 requests its decode read half as fast there.
+  bool zen4_tables;
 };
 const CpuTuning& cpu_tuning();
 

@@ -479,53 +479,59 @@ void to_f16(const float* x, uint16_t* y, size_t n) {
   for (; i < n; ++i) y[i] = static_cast<uint16_t>(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
 }
 
-const Kernels kAvx2 = {
-    .isa = LMRT_AVX2_ISA,
-    .matmul =
-        {
-            .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
-            .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
-            .q4_0 = {matmul_q4_0, ActivationFormat::q8_32},
-            .q4_1 = {LMRT_AVX2_NS::matmul_q4_1, ActivationFormat::q8_32},
-            .q5_0 = {LMRT_AVX2_NS::matmul_q5_0, ActivationFormat::q8_32},
-            .q5_1 = {LMRT_AVX2_NS::matmul_q5_1, ActivationFormat::q8_32},
-            .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
-            .q2_k = {LMRT_AVX2_NS::matmul_q2_k, ActivationFormat::q8_k},
-            .q3_k = {LMRT_AVX2_NS::matmul_q3_k, ActivationFormat::q8_k},
-            .q4_k = {LMRT_AVX2_NS::matmul_q4_k, ActivationFormat::q8_k},
-            .q5_k = {LMRT_AVX2_NS::matmul_q5_k, ActivationFormat::q8_k},
-            .q6_k = {LMRT_AVX2_NS::matmul_q6_k, ActivationFormat::q8_k},
-            .iq4_nl = {LMRT_AVX2_NS::matmul_iq4_nl, ActivationFormat::q8_32},
-            .iq4_xs = {LMRT_AVX2_NS::matmul_iq4_xs, ActivationFormat::q8_k},
-            .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
-            .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
-            .q4_kx8 = {LMRT_AVX2_NS::matmul_q4_kx8, ActivationFormat::q8_k},
-            .q6_kx8 = {LMRT_AVX2_NS::matmul_q6_kx8, ActivationFormat::q8_k},
-        },
-    .quantize_q8_act = quantize_q8_act,
-    .quantize_q8_k = LMRT_AVX2_NS::quantize_q8_k,
-    .rmsnorm = Ops::rmsnorm,
-    .softmax = Ops::softmax,
-    .silu_mul = Ops::silu_mul,
-    .add = Ops::add,
-    .dot_f32 = dot_f32,
-    .axpy = axpy,
-    .dot_f16 = dot_f16,
-    .axpy_f16 = axpy_f16,
-    .scores_f16 = scores_f16,
-    .weighted_sum_f16 = weighted_sum_f16,
-    .to_f16 = to_f16,
-    .attend_f16 = nullptr,
-    .attend_heads_f16 = nullptr,
-    .rope = Ops::rope,
-    .gelu_mul = Ops::gelu_mul,
-    .softcap = Ops::softcap,
-    .scale = Ops::scale,
-    .rope_neox = Ops::rope_neox,
-};
+template <MatmulFn kQ6Kx8>
+constexpr Kernels make_avx2() {
+  return {
+      .isa = LMRT_AVX2_ISA,
+      .matmul =
+          {
+              .f32 = {matmul<FloatTiles<F32Weights>>, ActivationFormat::f32},
+              .f16 = {matmul<FloatTiles<F16Weights>>, ActivationFormat::f32},
+              .q4_0 = {matmul_q4_0, ActivationFormat::q8_32},
+              .q4_1 = {LMRT_AVX2_NS::matmul_q4_1, ActivationFormat::q8_32},
+              .q5_0 = {LMRT_AVX2_NS::matmul_q5_0, ActivationFormat::q8_32},
+              .q5_1 = {LMRT_AVX2_NS::matmul_q5_1, ActivationFormat::q8_32},
+              .q8_0 = {matmul<FloatTiles<Q8_0FloatWeights>>, ActivationFormat::f32},
+              .q2_k = {LMRT_AVX2_NS::matmul_q2_k, ActivationFormat::q8_k},
+              .q3_k = {LMRT_AVX2_NS::matmul_q3_k, ActivationFormat::q8_k},
+              .q4_k = {LMRT_AVX2_NS::matmul_q4_k, ActivationFormat::q8_k},
+              .q5_k = {LMRT_AVX2_NS::matmul_q5_k, ActivationFormat::q8_k},
+              .q6_k = {LMRT_AVX2_NS::matmul_q6_k, ActivationFormat::q8_k},
+              .iq4_nl = {LMRT_AVX2_NS::matmul_iq4_nl, ActivationFormat::q8_32},
+              .iq4_xs = {LMRT_AVX2_NS::matmul_iq4_xs, ActivationFormat::q8_k},
+              .bf16 = {matmul<FloatTiles<BF16Weights>>, ActivationFormat::f32},
+              .q4_0x16 = {matmul_q4_0x16, ActivationFormat::q8_32},
+              .q4_kx8 = {LMRT_AVX2_NS::matmul_q4_kx8, ActivationFormat::q8_k},
+              .q6_kx8 = {kQ6Kx8, ActivationFormat::q8_k},
+          },
+      .quantize_q8_act = quantize_q8_act,
+      .quantize_q8_k = LMRT_AVX2_NS::quantize_q8_k,
+      .rmsnorm = Ops::rmsnorm,
+      .softmax = Ops::softmax,
+      .silu_mul = Ops::silu_mul,
+      .add = Ops::add,
+      .dot_f32 = dot_f32,
+      .axpy = axpy,
+      .dot_f16 = dot_f16,
+      .axpy_f16 = axpy_f16,
+      .scores_f16 = scores_f16,
+      .weighted_sum_f16 = weighted_sum_f16,
+      .to_f16 = to_f16,
+      .attend_f16 = nullptr,
+      .attend_heads_f16 = nullptr,
+      .rope = Ops::rope,
+      .gelu_mul = Ops::gelu_mul,
+      .softcap = Ops::softcap,
+      .scale = Ops::scale,
+      .rope_neox = Ops::rope_neox,
+  };
+}
+
+const Kernels kAvx2 = make_avx2<LMRT_AVX2_NS::matmul_q6_kx8>();
+const Kernels kAvx2Zen4 = make_avx2<LMRT_AVX2_NS::matmul_q6_kx8_prefetch_l2>();
 
 }  // namespace
 
-const Kernels* LMRT_AVX2_GETTER() { return &kAvx2; }
+const Kernels* LMRT_AVX2_GETTER() { return cpu_tuning().zen4_tables ? &kAvx2Zen4 : &kAvx2; }
 
 }  // namespace lmrt::simd

@@ -1089,6 +1089,6 @@ const Kernels kAvx512Zen4 = make_avx512<1, avx512::matmul_q6_kx8_prefetch_l2>();
 
 }  // namespace
 
-const Kernels* avx512_kernels() { return cpu_tuning().avx512_zen4_table ? &kAvx512Zen4 : &kAvx512; }
+const Kernels* avx512_kernels() { return cpu_tuning().zen4_tables ? &kAvx512Zen4 : &kAvx512; }
 
 }  // namespace lmrt::simd

@@ -12,6 +12,13 @@
 namespace lmrt::simd {
 namespace {
 
+// Where a kernel's stream prefetches (hint) and how many of its layout's units ahead: a per-CPU choice of the tables
+// (simd::CpuTuning).
+struct PrefetchPlan {
+  _mm_hint hint;
+  size_t units;
+};
+
 // Requests p, p + 64, ... below p + bytes (every line of the span when p is line-aligned) into the
 // cache kHint names.
 template <_mm_hint kHint = _MM_HINT_T0>

@@ -61,10 +61,16 @@ LMRT_QUANT_KERNELS_DECLARE
 LMRT_KX8_KERNELS_DECLARE
 }  // namespace scalar
 
+// matmul_q6_kx8 with its stream prefetched into L2 instead of L1 (the Zen 4 tables, simd::CpuTuning): the same bits.
+#define LMRT_Q6_KX8_PREFETCH_L2_DECLARE                                                                          \
+  void matmul_q6_kx8_prefetch_l2(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, \
+                                 size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);
+
 // The resume kernels are as avx512's below.
 #define LMRT_AVX2_KERNELS_DECLARE                                                                         \
   LMRT_QUANT_KERNELS_DECLARE                                                                              \
   LMRT_KX8_KERNELS_DECLARE                                                                                \
+  LMRT_Q6_KX8_PREFETCH_L2_DECLARE                                                                         \
   void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, \
                           size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);                      \
   void matmul_q6_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, \
@@ -82,15 +88,13 @@ LMRT_AVX2_KERNELS_DECLARE
 namespace avx512 {
 LMRT_QUANT_KERNELS_DECLARE
 LMRT_KX8_KERNELS_DECLARE
+LMRT_Q6_KX8_PREFETCH_L2_DECLARE
 // matmul_q4_k / matmul_q6_k for n_tok >= 4 that carry each (row, token)'s sum on from the value in Y instead of
 // starting at zero (kx8_via_standard.h feeds them a row's super-blocks a slab at a time).
 void matmul_q4_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                         size_t r0, size_t r1, float* y, size_t ldy);
 void matmul_q6_k_resume(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n, size_t n_tok,
                         size_t r0, size_t r1, float* y, size_t ldy);
-// matmul_q6_kx8 with its stream prefetched into L2 instead of L1 (Zen 4's table): the same bits.
-void matmul_q6_kx8_prefetch_l2(const void* w, size_t w_row_bytes, const void* x, size_t x_row_bytes, size_t n,
-                               size_t n_tok, size_t r0, size_t r1, float* y, size_t ldy);
 }  // namespace avx512
 
 namespace neon {
@@ -102,3 +106,4 @@ LMRT_QUANT_KERNELS_DECLARE
 #undef LMRT_QUANT_KERNELS_DECLARE
 #undef LMRT_AVX2_KERNELS_DECLARE
 #undef LMRT_KX8_KERNELS_DECLARE
+#undef LMRT_Q6_KX8_PREFETCH_L2_DECLARE

@@ -213,9 +213,15 @@ void q4_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
 // the scales against the activations' bsums, subtracted from the integer total, which is then the standard kernels'
 // (Q6K in quant_kernels_x86.h) and takes the same float step: the bits are theirs.
 
-// How many units ahead a Q6_Kx8 stream prefetches: the ql and qh parts of a unit are two interleaved sequences the
-// hardware prefetcher does not follow (as on AVX-512, quant_kernels_kx8_avx512.cpp).
-constexpr size_t kQ6PrefetchUnits = 3;
+// How a Q6_Kx8 stream prefetches: the ql and qh parts of a unit are two interleaved sequences the hardware prefetcher
+// does not follow (as on AVX-512, quant_kernels_kx8_avx512.cpp). By default into L1, 3 units ahead in decode and the
+// next unit in batches; on Zen 4 into L2, 6 units ahead in both, where the L1 requests held decode to 13-15 GB/s
+// against 20-24 with the L2 ones (BENCHMARKS.md, "Zen 4: Q6_Kx8 prefetched into L2").
+struct Q6Prefetch {
+  PrefetchPlan decode, batch;
+};
+constexpr Q6Prefetch kQ6PrefetchL1{{_MM_HINT_T0, 3}, {_MM_HINT_T0, 1}},
+    kQ6PrefetchL2{{_MM_HINT_T1, 6}, {_MM_HINT_T1, 6}};
 
 // The codes of piece (P, l8) for rows 4hh..4hh+3, k = 0..3 (sub-blocks 8P + 2k + l8 / 2).
 [[gnu::always_inline]] inline void q6_kx8_codes(const uint8_t* unit, int P, int l8, int hh, __m256i (&c)[4]) {
@@ -271,6 +277,7 @@ constexpr size_t kQ6PrefetchUnits = 3;
 
 // Decode: one token, the codes unpacked on the way and multiplied at once. Through q6_kx8_groups_by_unit's stack
 // buffer a single token streams at 16-18 GB/s against 27 here (lmrt_quant_matmul_bench avx2 5632 2048 24 7 1 Q6_Kx8).
+template <PrefetchPlan kPrefetch>
 void q6_kx8_groups_one(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t nb, size_t g0, size_t g1,
                        float* y) {
   const auto* xt = reinterpret_cast<const BlockQ8_K*>(x);
@@ -279,7 +286,7 @@ void q6_kx8_groups_one(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, s
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      prefetch_lines_written_out<kQ6_Kx8UnitBytes>(unit + kQ6PrefetchUnits * kQ6_Kx8UnitBytes);
+      prefetch_lines_written_out<kQ6_Kx8UnitBytes, kPrefetch.hint>(unit + kPrefetch.units * kQ6_Kx8UnitBytes);
       const int8_t* qs = xt[b].qs;
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 2
@@ -318,6 +325,7 @@ void q6_kx8_groups_one(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, s
 
 // Batches: each unit's codes and scales unpacked once to the stack (3.25 KiB, in L1), then every token in turn. At
 // 8 tokens re-unpacking the codes per token would cost more than the products.
+template <PrefetchPlan kPrefetch>
 void q6_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t n_tok,
                            size_t nb, size_t g0, size_t g1, float* y, size_t ldy) {
   alignas(32) __m256i codes[2][16][2];  // [hh][sub-block][piece]
@@ -329,7 +337,8 @@ void q6_kx8_groups_by_unit(const uint8_t* w, size_t w_row_bytes, const uint8_t* 
     for (size_t t = 0; t < n_tok; ++t) acc[t] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* unit = group + b * kQ6_Kx8UnitBytes;
-      if (b + 1 < nb || g + 1 < g1) prefetch_lines_written_out<kQ6_Kx8UnitBytes>(unit + kQ6_Kx8UnitBytes);
+      if (b + 1 < nb || g + 1 < g1)
+        prefetch_lines_written_out<kQ6_Kx8UnitBytes, kPrefetch.hint>(unit + kPrefetch.units * kQ6_Kx8UnitBytes);
 #pragma GCC unroll 2
       for (int hh = 0; hh < 2; ++hh)
 #pragma GCC unroll 2
@@ -424,6 +433,20 @@ void scales_of_rows(const uint8_t* src, uint8_t* dst, size_t stride) {
     }
 }
 
+template <Q6Prefetch kPrefetch>
+void matmul_q6_kx8_with(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
+                        float* y, size_t ldy) {
+  if (r0 >= r1 || nt == 0) return;
+  if (nt > kMaxTiled)
+    return matmul_kx8_via_standard<TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
+                                   deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt,
+                                                                                                r0, r1, y, ldy);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  if (nt == 1) return q6_kx8_groups_one<kPrefetch.decode>(wb, wrb, xb, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y);
+  q6_kx8_groups_by_unit<kPrefetch.batch>(wb, wrb, xb, xrb, nt, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y, ldy);
+}
+
 }  // namespace
 
 void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
@@ -439,15 +462,12 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  if (r0 >= r1 || nt == 0) return;
-  if (nt > kMaxTiled)
-    return matmul_kx8_via_standard<TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
-                                   deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt,
-                                                                                                r0, r1, y, ldy);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  if (nt == 1) return q6_kx8_groups_one(wb, wrb, xb, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y);
-  q6_kx8_groups_by_unit(wb, wrb, xb, xrb, nt, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y, ldy);
+  matmul_q6_kx8_with<kQ6PrefetchL1>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+}
+
+void matmul_q6_kx8_prefetch_l2(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0,
+                               size_t r1, float* y, size_t ldy) {
+  matmul_q6_kx8_with<kQ6PrefetchL2>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 }  // namespace lmrt::simd::LMRT_AVX2_NS

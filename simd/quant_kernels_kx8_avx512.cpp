@@ -43,11 +43,7 @@ constexpr size_t kMaxBatch = 8;  // tokens the interleaved kernels take; more go
 // (BENCHMARKS.md, "Zen 4: Q6_Kx8 prefetched into L2").
 template <size_t T>
 constexpr size_t kQ4PrefetchUnits = T >= 6 ? 2 : 0;
-struct Q6Prefetch {
-  _mm_hint hint;
-  size_t units;
-};
-constexpr Q6Prefetch kQ6PrefetchL1{_MM_HINT_T0, 3}, kQ6PrefetchL2{_MM_HINT_T1, 6};
+constexpr PrefetchPlan kPrefetchPlanL1{_MM_HINT_T0, 3}, kPrefetchPlanL2{_MM_HINT_T1, 6};
 
 // 8 per-row values (dword j = row j) spread to the row's two lanes.
 [[gnu::always_inline]] inline __m512i pairs_epi32(__m256i v) {
@@ -276,7 +272,7 @@ template <size_t T>
   }
 }
 
-template <size_t T, Q6Prefetch kPrefetch>
+template <size_t T, PrefetchPlan kPrefetch>
 void q6_kx8_groups(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_row_bytes, size_t nb, size_t g0,
                    size_t g1, float* y, size_t ldy) {
   for (size_t g = g0; g < g1; ++g) {
@@ -378,12 +374,12 @@ void matmul_kx8(const void* w, size_t w_row_bytes, const void* x, size_t x_row_b
 
 constexpr GroupsFn kQ4Kx8ByBatch[kMaxBatch] = {q4_kx8_groups<1>, q4_kx8_groups<2>, q4_kx8_groups<3>, q4_kx8_groups<4>,
                                                q4_kx8_groups<5>, q4_kx8_groups<6>, q4_kx8_groups<7>, q4_kx8_groups<8>};
-template <Q6Prefetch P>
+template <PrefetchPlan P>
 constexpr GroupsFn kQ6Kx8ByBatch[kMaxBatch] = {q6_kx8_groups<1, P>, q6_kx8_groups<2, P>, q6_kx8_groups<3, P>,
                                                q6_kx8_groups<4, P>, q6_kx8_groups<5, P>, q6_kx8_groups<6, P>,
                                                q6_kx8_groups<7, P>, q6_kx8_groups<8, P>};
 
-template <Q6Prefetch P>
+template <PrefetchPlan P>
 void matmul_q6_kx8_with(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                         float* y, size_t ldy) {
   matmul_kx8<kQ6Kx8ByBatch<P>, 16, TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
@@ -400,12 +396,12 @@ void matmul_q4_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t 
 
 void matmul_q6_kx8(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                    float* y, size_t ldy) {
-  matmul_q6_kx8_with<kQ6PrefetchL1>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_q6_kx8_with<kPrefetchPlanL1>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 void matmul_q6_kx8_prefetch_l2(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0,
                                size_t r1, float* y, size_t ldy) {
-  matmul_q6_kx8_with<kQ6PrefetchL2>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
+  matmul_q6_kx8_with<kPrefetchPlanL2>(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
 }
 
 }  // namespace lmrt::simd::avx512

@@ -44,15 +44,13 @@ bool repacking_of(TensorType standard, Repacking* out) {
 
 // Q4_K and Q6_K are repacked wherever the table has an x8 kernel of its own (repacking_for checks): Q4_Kx8 and
 // Q6_Kx8 on the x86 tables, whose decode and small batches run faster than the standard-layout tiles (BENCHMARKS.md,
-// "Q6_K repacked at load on AVX-512" and "AVX2: Q6_K repacked at load"), on the AVX2 tables Q6_K only where
-// simd::CpuTuning says (not on Zen 4, where the AVX2 Q6_Kx8 is the slower). LMRT_REPACK=all adds the rest of the types.
+// "Q6_K repacked at load on AVX-512", "AVX2: Q6_K repacked at load" and, on Zen 4, "Zen 4: Q6_Kx8 prefetched into
+// L2"). LMRT_REPACK=all adds the rest of the types.
 // Q4_0 is repacked where the table's Q4_0x16 decode is the faster one (AVX-512 and AVX2: BENCHMARKS.md, "Q4_0 on
 // AVX-512: repacked at load" and "AVX2: Q4_0 and Q4_K repacked at load"; the standard-layout decode transposes
 // every block in registers, which costs more than reading it).
 bool wanted(const simd::Kernels& k, TensorType standard) {
-  if (standard == TensorType::q4_k) return true;
-  if (standard == TensorType::q6_k)
-    return (k.isa != simd::Isa::avx2 && k.isa != simd::Isa::avx2vnni) || simd::cpu_tuning().repack_q6_k_avx2;
+  if (standard == TensorType::q4_k || standard == TensorType::q6_k) return true;
   if (standard == TensorType::q4_0)
     return k.isa == simd::Isa::avx512 || k.isa == simd::Isa::avx2 || k.isa == simd::Isa::avx2vnni;
   const char* v = std::getenv("LMRT_REPACK");
