@@ -433,14 +433,20 @@ void scales_of_rows(const uint8_t* src, uint8_t* dst, size_t stride) {
     }
 }
 
+// Batches past the x8 kernels'. A plain function, not instantiated inside matmul_q6_kx8_with: GCC 12 with
+// -fsanitize=undefined does not take the deinterleave function's address as a constant there.
+void q6_kx8_via_standard(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0,
+                         size_t r1, float* y, size_t ldy) {
+  matmul_kx8_via_standard<TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
+                          deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt, r0, r1, y,
+                                                                                       ldy);
+}
+
 template <Q6Prefetch kPrefetch>
 void matmul_q6_kx8_with(const void* w, size_t wrb, const void* x, size_t xrb, size_t n, size_t nt, size_t r0, size_t r1,
                         float* y, size_t ldy) {
   if (r0 >= r1 || nt == 0) return;
-  if (nt > kMaxTiled)
-    return matmul_kx8_via_standard<TensorType::q6_k, matmul_q6_k, matmul_q6_k_resume,
-                                   deinterleave_q6_kx8_group<rows_of_subunits, scales_of_rows>>(w, wrb, x, xrb, n, nt,
-                                                                                                r0, r1, y, ldy);
+  if (nt > kMaxTiled) return q6_kx8_via_standard(w, wrb, x, xrb, n, nt, r0, r1, y, ldy);
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x);
   if (nt == 1) return q6_kx8_groups_one<kPrefetch.decode>(wb, wrb, xb, n / kQK, r0 / kKx8Rows, r1 / kKx8Rows, y);
