@@ -272,11 +272,13 @@ TEST(Kx8Kernels, BothQ6_Kx8PrefetchesGiveTheStandardKernelsBits) {
     simd::MatmulFn standard, l1, l2;
   };
   const Variants variants[] = {
-      {simd::Isa::avx2, simd::avx2::matmul_q6_k, simd::avx2::matmul_q6_kx8, simd::avx2::matmul_q6_kx8_prefetch_l2},
-      {simd::Isa::avx2vnni, simd::avx2vnni::matmul_q6_k, simd::avx2vnni::matmul_q6_kx8,
-       simd::avx2vnni::matmul_q6_kx8_prefetch_l2},
-      {simd::Isa::avx512, simd::avx512::matmul_q6_k, simd::avx512::matmul_q6_kx8,
-       simd::avx512::matmul_q6_kx8_prefetch_l2},
+    {simd::Isa::avx2, simd::avx2::matmul_q6_k, simd::avx2::matmul_q6_kx8, simd::avx2::matmul_q6_kx8_prefetch_l2},
+#if !defined(LMRT_NO_AVX2VNNI)  // the sanitizer builds leave the AVX-VNNI copy out
+    {simd::Isa::avx2vnni, simd::avx2vnni::matmul_q6_k, simd::avx2vnni::matmul_q6_kx8,
+     simd::avx2vnni::matmul_q6_kx8_prefetch_l2},
+#endif
+    {simd::Isa::avx512, simd::avx512::matmul_q6_k, simd::avx512::matmul_q6_kx8,
+     simd::avx512::matmul_q6_kx8_prefetch_l2},
   };
   const uint64_t rows = 40, cols = 20 * kQK, r0 = 8;
   const size_t row_bytes = tensor_row_bytes(TensorType::q6_k, cols), xrb = cols / kQK * sizeof(BlockQ8_K);
